@@ -1,0 +1,71 @@
+"""Corpus stage: ingest raw SKILL.md files, quarantine bad input, deduplicate in layers."""
+
+import dagster as dg
+
+from skill_assets.defs.metadata import table_metadata
+from skill_assets.defs.resources import DUCKDB_WRITER_TAG, DuckDBStore, SkillSources
+from skill_assets.lib.dedup import DedupConfig, deduplicate, file_operation_rule
+from skill_assets.lib.ingest import ingest_sources
+from skill_assets.lib.tables import frame
+
+GROUP = "corpus"
+
+
+@dg.multi_asset(
+    specs=[
+        dg.AssetSpec("raw_skills", group_name=GROUP, kinds={"duckdb"}, description="Every parsed SKILL.md."),
+        dg.AssetSpec("ingest_rejects", group_name=GROUP, kinds={"duckdb"},
+                     description="Quarantined files and unreadable sources, each with a reason code."),
+    ],
+    op_tags=DUCKDB_WRITER_TAG,
+)
+def ingested_skills(context: dg.AssetExecutionContext, store: DuckDBStore, sources: SkillSources):
+    result = ingest_sources(sources.sources(), max_bytes=sources.max_file_bytes)
+    raw, rejects = frame("raw_skills", result.raw_skills), frame("ingest_rejects", result.rejects)
+    store.write("raw_skills", raw)
+    store.write("ingest_rejects", rejects)
+    context.log.info(f"{result.files_seen} files: {raw.height} parsed, {len(result.rejects)} rejects")
+    reasons = rejects.group_by("reason").len().sort("reason").to_dicts()
+    yield dg.MaterializeResult(asset_key="raw_skills", metadata=table_metadata(
+        "raw_skills", raw, files_seen=result.files_seen, sources=", ".join(sources.paths)))
+    yield dg.MaterializeResult(asset_key="ingest_rejects", metadata=table_metadata(
+        "ingest_rejects", rejects, **{f"reason/{r['reason']}": r["len"] for r in reasons}))
+
+
+class DedupSettings(dg.Config):
+    shingle_size: int = 5
+    num_perm: int = 128
+    bands: int = 32
+    jaccard_threshold: float = 0.7
+
+
+@dg.multi_asset(
+    specs=[
+        dg.AssetSpec("skills", group_name=GROUP, kinds={"duckdb"}, deps=["raw_skills"],
+                     description="Deduplicated skills, with generic file-format handlers flagged."),
+        dg.AssetSpec("skill_duplicates", group_name=GROUP, kinds={"duckdb"}, deps=["raw_skills"],
+                     description="Each folded raw skill → the kept skill and the dedup layer."),
+    ],
+    op_tags=DUCKDB_WRITER_TAG,
+)
+def deduplicated_skills(context: dg.AssetExecutionContext, config: DedupSettings, store: DuckDBStore,
+                        sources: SkillSources):
+    raw = store.read("raw_skills").to_dicts()
+    source_order = [s.name for s in sources.sources()]
+    kept, duplicates = deduplicate(raw, source_order, DedupConfig(
+        config.shingle_size, config.num_perm, config.bands, config.jaccard_threshold))
+    n_dups: dict[str, int] = {}
+    for d in duplicates:
+        n_dups[d["kept_skill_id"]] = n_dups.get(d["kept_skill_id"], 0) + 1
+    for row in kept:
+        row["n_duplicates"] = n_dups.get(row["skill_id"], 0)
+        row["file_operation_rule"] = file_operation_rule(row["name"])
+    skills, dups = frame("skills", kept), frame("skill_duplicates", duplicates)
+    store.write("skills", skills)
+    store.write("skill_duplicates", dups)
+    layers = dups.group_by("layer").len().sort("layer").to_dicts()
+    yield dg.MaterializeResult(asset_key="skills", metadata=table_metadata(
+        "skills", skills, file_operation_skills=int(skills["file_operation_rule"].is_not_null().sum()),
+        **{f"language/{r['language']}": r["len"] for r in skills.group_by("language").len().to_dicts()}))
+    yield dg.MaterializeResult(asset_key="skill_duplicates", metadata=table_metadata(
+        "skill_duplicates", dups, **{f"layer/{r['layer']}": r["len"] for r in layers}))

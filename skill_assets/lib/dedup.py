@@ -1,0 +1,124 @@
+"""Layered deduplication of raw skills.
+
+Layers, applied in order, each recording which skill a duplicate was folded into:
+1. ``name_and_content`` — same normalised name and same normalised content (a fork or mirror);
+2. ``content`` — same normalised content under another name (a renamed copy);
+3. ``near_duplicate`` — MinHash-LSH candidates over word shingles, verified by exact Jaccard and
+   grouped with union-find (edited copies).
+
+Keep policy (every layer): the most complete body (longest after normalisation), then the earliest source in the
+configured order, then the smallest skill id — deterministic, and it favours the original
+over a truncated copy.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from skill_assets.lib.hashing import normalise_text
+from skill_assets.lib.minhash import MinHasher, jaccard, lsh_candidate_pairs, shingle_hashes, shingles
+
+
+@dataclass(frozen=True)
+class DedupConfig:
+    shingle_size: int = 5
+    num_perm: int = 128
+    bands: int = 32
+    jaccard_threshold: float = 0.7
+    seed: int = 1
+
+
+def keep_order_key(row: dict, source_rank: dict[str, int]) -> tuple:
+    return (-len(normalise_text(row["body"])), source_rank.get(row["source"], len(source_rank)), row["skill_id"])
+
+
+class _UnionFind:
+    def __init__(self, n: int) -> None:
+        self.parent = list(range(n))
+
+    def find(self, i: int) -> int:
+        while self.parent[i] != i:
+            self.parent[i] = self.parent[self.parent[i]]
+            i = self.parent[i]
+        return i
+
+    def union(self, a: int, b: int) -> None:
+        ra, rb = self.find(a), self.find(b)
+        if ra != rb:
+            self.parent[max(ra, rb)] = min(ra, rb)
+
+
+def _fold_by_key(rows: list[dict], key, layer: str, duplicates: list[dict]) -> list[dict]:
+    """Keep the first row (rows are pre-sorted by keep order) of each key group."""
+    kept: dict = {}
+    for row in rows:
+        k = key(row)
+        if k in kept:
+            duplicates.append({"duplicate_skill_id": row["skill_id"], "kept_skill_id": kept[k]["skill_id"],
+                               "layer": layer, "similarity": 1.0})
+        else:
+            kept[k] = row
+    return list(kept.values())
+
+
+def _near_duplicate_groups(rows: list[dict], config: DedupConfig) -> list[tuple[int, int, float]]:
+    """(duplicate index, kept index, jaccard) for each row folded by the near-duplicate layer."""
+    if len(rows) < 2:
+        return []
+    hasher = MinHasher(config.num_perm, config.seed)
+    sets = [shingles(r["description"] + "\n" + r["body"], config.shingle_size) for r in rows]
+    sigs = np.stack([hasher.signature(shingle_hashes(s)) for s in sets])
+    uf = _UnionFind(len(rows))
+    best: dict[int, float] = {}
+    for a, b in lsh_candidate_pairs(sigs, config.bands):
+        sim = jaccard(sets[a], sets[b])
+        if sim >= config.jaccard_threshold:
+            uf.union(a, b)
+            best[max(a, b)] = max(best.get(max(a, b), 0.0), sim)
+    # rows are in keep order, so the smallest index of a group is its kept skill
+    return [(i, uf.find(i), best.get(i, config.jaccard_threshold)) for i in range(len(rows)) if uf.find(i) != i]
+
+
+FILE_OPERATION_RULES: dict[str, re.Pattern[str]] = {
+    rule: re.compile(pattern, re.I)
+    for rule, pattern in {
+        "pdf_handler": r"^(pdf|pdf[-_ ]?(tools?|processing|handler|editor|manipulation))$",
+        "docx_handler": r"^(docx?|word[-_ ]?(documents?|docx?))$",
+        "xlsx_handler": r"^(xlsx?|excel|spreadsheets?)$",
+        "pptx_handler": r"^(pptx?|powerpoint|slides?)$",
+    }.items()
+}
+
+
+def file_operation_rule(name: str) -> str | None:
+    """Rule name when a skill is a generic document-format handler (excluded from sampling)."""
+    for rule, pattern in FILE_OPERATION_RULES.items():
+        if pattern.match(name.strip()):
+            return rule
+    return None
+
+
+def deduplicate(rows: list[dict], source_order: list[str], config: DedupConfig = DedupConfig()
+                ) -> tuple[list[dict], list[dict]]:
+    """Return (kept rows, duplicate records); every input row is in exactly one of the two."""
+    rank = {s: i for i, s in enumerate(source_order)}
+    ordered = sorted(rows, key=lambda r: keep_order_key(r, rank))
+    duplicates: list[dict] = []
+    kept = _fold_by_key(ordered, lambda r: (r["name_hash"], r["content_hash"]), "name_and_content", duplicates)
+    kept = _fold_by_key(kept, lambda r: r["content_hash"], "content", duplicates)
+    folded = set()
+    for dup, keep, sim in _near_duplicate_groups(kept, config):
+        duplicates.append({"duplicate_skill_id": kept[dup]["skill_id"], "kept_skill_id": kept[keep]["skill_id"],
+                           "layer": "near_duplicate", "similarity": round(sim, 4)})
+        folded.add(dup)
+    kept = [r for i, r in enumerate(kept) if i not in folded]
+    # a duplicate folded into a row that a later layer folded points at the final kept skill
+    final = {d["duplicate_skill_id"]: d["kept_skill_id"] for d in duplicates}
+    for d in duplicates:
+        target = d["kept_skill_id"]
+        while target in final:
+            target = final[target]
+        d["kept_skill_id"] = target
+    return kept, duplicates

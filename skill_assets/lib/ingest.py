@@ -1,36 +1,28 @@
-"""Find SKILL.md files under source directories and turn each into a raw skill or a reject.
+"""Find SKILL.md files in prepared sources and turn each into a raw skill or a reject.
 
 Every file seen ends in exactly one of the two outputs, so counts reconcile downstream: nothing
-is silently dropped.
+is silently dropped. A source that cannot be prepared at all becomes one ``source_unreadable``
+reject naming it, and the other sources still ingest. Large corpora are parsed in worker
+processes (parsing is CPU-bound and independent per file).
 """
 from __future__ import annotations
 
 import json
 import os
 from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
 from skill_assets.lib.frontmatter import SkillParseError, parse_skill_markdown
 from skill_assets.lib.hashing import content_hash, digest, normalise_name
-from skill_assets.lib.language import detect_language
+from skill_assets.lib.language import detect_language, language_of_counts, script_counts
+from skill_assets.lib.sources import PreparedSource, SourceError, SourceSpec, license_in, prepare_source
 
 SKILL_FILE_NAME = "skill.md"
 DEFAULT_MAX_BYTES = 1_000_000
-
-
-@dataclass(frozen=True)
-class SkillSource:
-    """A directory tree of skills; ``name`` prefixes every skill id found under it."""
-
-    name: str
-    root: Path
-
-    @classmethod
-    def from_path(cls, path: str | Path) -> "SkillSource":
-        root = Path(path).expanduser()
-        return cls(name=root.resolve().name or "root", root=root)
+PARALLEL_MIN_FILES = 2000
 
 
 @dataclass
@@ -40,11 +32,7 @@ class IngestResult:
     files_seen: int
 
 
-def _reject(source: SkillSource, rel: str, code: str, message: str, now: datetime) -> dict:
-    return {"source": source.name, "path": rel, "reason": code, "message": message, "ingested_at": now}
-
-
-def _iter_skill_files(root: Path) -> Iterator[Path]:
+def iter_skill_files(root: Path) -> Iterator[Path]:
     for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
         dirnames.sort()
         for filename in sorted(filenames):
@@ -52,10 +40,9 @@ def _iter_skill_files(root: Path) -> Iterator[Path]:
                 yield Path(dirpath) / filename
 
 
-def read_skill_file(path: Path, source: SkillSource, max_bytes: int, now: datetime) -> dict:
+def read_skill_file(path: Path, root: Path, max_bytes: int) -> dict:
     """Read and parse one file; raise SkillParseError with a reason code on bad input."""
-    root = source.root.resolve()
-    if path.is_symlink() and not path.resolve().is_relative_to(root):
+    if path.is_symlink() and not path.resolve().is_relative_to(root.resolve()):
         raise SkillParseError("symlink_outside_source", f"symlink points outside the source: {path.resolve()}")
     size = path.stat().st_size
     if size > max_bytes:
@@ -68,47 +55,78 @@ def read_skill_file(path: Path, source: SkillSource, max_bytes: int, now: dateti
     except UnicodeDecodeError as exc:
         raise SkillParseError("not_utf8", f"not valid UTF-8 at byte {exc.start}") from exc
     parsed = parse_skill_markdown(text)
-    rel_dir = path.parent.relative_to(source.root).as_posix()
-    skill_id = f"{source.name}/{rel_dir}" if rel_dir != "." else source.name
-    language = detect_language(parsed.description + "\n" + parsed.body)
+    desc_counts, body_counts = script_counts(parsed.description), script_counts(parsed.body)
     return {
-        "skill_id": skill_id,
-        "source": source.name,
-        "path": path.relative_to(source.root).as_posix(),
         "name": parsed.name,
         "description": parsed.description,
         "body": parsed.body,
-        "language": language,
+        "language": language_of_counts(desc_counts[0] + body_counts[0], desc_counts[1] + body_counts[1]),
         "name_language": detect_language(parsed.name),
-        "description_language": detect_language(parsed.description),
-        "body_language": detect_language(parsed.body),
+        "description_language": language_of_counts(*desc_counts),
+        "body_language": language_of_counts(*body_counts),
         "file_hash": digest(data),
         "name_hash": digest(normalise_name(parsed.name)),
         "content_hash": content_hash(parsed.description, parsed.body),
         "n_bytes": size,
         "extra_front_matter": json.dumps(parsed.extra, default=str, ensure_ascii=False, sort_keys=True),
-        "ingested_at": now,
     }
 
 
-def ingest_sources(sources: list[SkillSource], max_bytes: int = DEFAULT_MAX_BYTES) -> IngestResult:
-    """Ingest every source; an unreadable source becomes a reject row naming it, others still ingest."""
+def _read_batch(args: tuple[list[str], str, int]) -> list[tuple[str, dict | None, str, str]]:
+    """Worker: (path, row, reason, message) per file; row is None for a reject."""
+    paths, root, max_bytes = args
+    out = []
+    for p in paths:
+        try:
+            out.append((p, read_skill_file(Path(p), Path(root), max_bytes), "", ""))
+        except SkillParseError as exc:
+            out.append((p, None, exc.code, exc.message))
+        except OSError as exc:
+            out.append((p, None, "unreadable", f"{type(exc).__name__}: {exc}"))
+    return out
+
+
+def _ingest_one(src: PreparedSource, max_bytes: int, workers: int, now: datetime,
+                raw: list[dict], rejects: list[dict]) -> int:
+    files = [str(p) for p in iter_skill_files(src.root)]
+    if workers > 1 and len(files) >= PARALLEL_MIN_FILES:
+        chunk = max(200, len(files) // (workers * 8))
+        batches = [(files[i : i + chunk], str(src.root), max_bytes) for i in range(0, len(files), chunk)]
+        with ProcessPoolExecutor(workers) as pool:
+            results = [r for batch in pool.map(_read_batch, batches) for r in batch]
+    else:
+        results = _read_batch((files, str(src.root), max_bytes))
+    licenses: dict[Path, str | None] = {}
+    for path_str, row, code, message in results:
+        path = Path(path_str)
+        rel = path.relative_to(src.root).as_posix()
+        if row is None:
+            rejects.append({"source": src.spec.name, "path": rel, "reason": code, "message": message, "ingested_at": now})
+            continue
+        rel_dir = path.parent.relative_to(src.root).as_posix()
+        if path.parent not in licenses:
+            licenses[path.parent] = license_in(path.parent)
+        raw.append({"skill_id": src.spec.name if rel_dir == "." else f"{src.spec.name}/{rel_dir}",
+                    "source": src.spec.name, "path": rel, "repo": src.spec.repo or src.spec.location,
+                    "commit": src.commit, "license": licenses[path.parent] or src.license,
+                    **row, "ingested_at": now})
+    return len(files)
+
+
+def ingest_sources(specs: list[SourceSpec], workdir: Path, max_bytes: int = DEFAULT_MAX_BYTES,
+                   workers: int = 1) -> IngestResult:
     now = datetime.now(timezone.utc)
     raw: list[dict] = []
     rejects: list[dict] = []
     seen = 0
-    for source in sources:
-        if not source.root.is_dir():
-            rejects.append(_reject(source, str(source.root), "source_unreadable",
-                                   f"source {source.name!r} is not a readable directory: {source.root}", now))
+    for spec in specs:
+        try:
+            src = prepare_source(spec, workdir)
+        except SourceError as exc:
+            rejects.append({"source": spec.name, "path": spec.location, "reason": "source_unreadable",
+                            "message": str(exc), "ingested_at": now})
             continue
-        for path in _iter_skill_files(source.root):
-            seen += 1
-            rel = path.relative_to(source.root).as_posix()
-            try:
-                raw.append(read_skill_file(path, source, max_bytes, now))
-            except SkillParseError as exc:
-                rejects.append(_reject(source, rel, exc.code, exc.message, now))
-            except OSError as exc:
-                rejects.append(_reject(source, rel, "unreadable", f"{type(exc).__name__}: {exc}", now))
+        rejects.extend({**r, "ingested_at": now} for r in src.member_rejects)
+        seen += len(src.member_rejects)
+        seen += _ingest_one(src, max_bytes, workers, now, raw, rejects)
     return IngestResult(raw_skills=raw, rejects=rejects, files_seen=seen)

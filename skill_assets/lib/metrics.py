@@ -29,6 +29,8 @@ def hit_matrix(rankings: list[list[str]], relevant: list[set[str]], depth: int) 
 def per_query_metrics(rankings: list[list[str]], relevant: list[set[str]], ks: tuple[int, ...] = DEFAULT_KS
                       ) -> dict[str, np.ndarray]:
     """Each metric as an array over queries (for averages, breakdowns and paired tests)."""
+    if any(not r for r in relevant):
+        raise ValueError("every query needs at least one ground-truth skill")
     depth = max(max(ks), 10)
     hits = hit_matrix(rankings, relevant, depth)
     m = np.array([len(r) for r in relevant], dtype=np.float64)

@@ -16,7 +16,7 @@ from skill_assets.lib.sampling import DIRECTIONS
 _SQUASH = re.compile(r"[\s\-_]+")
 _PUNCT = re.compile(r"[^\w\u3400-\u9fff]+")
 REFUSAL_PATTERNS = re.compile(
-    r"\b(i can(?:no|')t|i am unable|i'm unable|as an ai|i won't be able)\b|抱歉|无法(?:完成|提供|帮助)|作为.{0,6}(?:ai|人工智能)", re.I)
+    r"\b(i can(?:no|'|’)t|i am unable|i(?:'|’)m unable|as an ai|i won(?:'|’)t be able)\b|抱歉|无法(?:完成|提供|帮助)|作为.{0,6}(?:ai|人工智能)", re.I)
 
 
 @dataclass(frozen=True)

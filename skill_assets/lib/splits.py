@@ -14,6 +14,8 @@ from collections import defaultdict
 from skill_assets.lib.hashing import digest
 
 MAX_SKIP_PARTNERS = 4
+AUDIT_FLAGS = ("duplicate_exact", "duplicate_normalised", "name_leakage", "length_out_of_window",
+               "language_mismatch", "empty_or_refusal")
 
 
 def skip_partners_by_neighbourhood(skip_records: list[dict]) -> dict[tuple[str, str], list[str]]:
@@ -25,9 +27,9 @@ def skip_partners_by_neighbourhood(skip_records: list[dict]) -> dict[tuple[str, 
 
 
 def build_benchmark_queries(write_records: list[dict], audits: dict[str, dict], skip_records: list[dict],
-                            skill_neighbourhoods: dict[str, dict], dev_fraction: float = 0.0, seed: int = 0
-                            ) -> list[dict]:
-    """One row per WRITE record; audited-out rows get split ``excluded`` and keep their reasons.
+                            skill_neighbourhoods: dict[str, dict], dev_fraction: float = 0.0, seed: int = 0,
+                            exclude_flags: tuple[str, ...] = AUDIT_FLAGS) -> list[dict]:
+    """One row per WRITE record; rows raising any of ``exclude_flags`` get split ``excluded`` and name them.
 
     ``skill_neighbourhoods`` maps skill id → {"sub_cluster", "super_domain"} so a k=1 query can
     find SKIP partners in its skill's sub-cluster.
@@ -36,8 +38,9 @@ def build_benchmark_queries(write_records: list[dict], audits: dict[str, dict], 
     rng = random.Random(seed)
     rows = []
     for r in write_records:
-        audit = audits.get(r["record_id"], {})
-        passed = audit.get("passed", False)
+        audit = audits.get(r["record_id"])
+        raised = ["not_audited"] if audit is None else [f for f in exclude_flags if audit.get(f)]
+        passed = not raised
         split = r["pool"] if passed else "excluded"
         if split == "train" and dev_fraction > 0 and rng.random() < dev_fraction:
             split = "dev"
@@ -52,6 +55,6 @@ def build_benchmark_queries(write_records: list[dict], audits: dict[str, dict], 
             "query_id": r["record_id"], "split": split, "query": r["query"],
             "skill_ids": r["skill_ids"], "direction": r["direction"], "k": r["k"], "style": r["style"],
             "generator_model": r["model"], "skip_partners": partners[:MAX_SKIP_PARTNERS],
-            "exclusion_reason": "" if passed else (audit.get("reasons") or "not audited"),
+            "exclusion_reason": ", ".join(raised),
         })
     return rows

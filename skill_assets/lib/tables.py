@@ -38,7 +38,10 @@ def _t(name: str, doc: str, *cols: tuple) -> Table:
 TABLES: dict[str, Table] = {t.name: t for t in [
     _t("raw_skills", "One row per SKILL.md that parsed.",
        ("skill_id", S, "stable id: source name / skill folder path"), ("source", S, "source name"),
-       ("path", S, "file path inside the source"), ("name", S, "front-matter name"),
+       ("path", S, "file path inside the source"), ("repo", S, "repository URL or source location"),
+       ("commit", S, "git commit of the source, when known"),
+       ("license", S, "SPDX id from the skill folder's or the source's license file; 'other' if unrecognised"),
+       ("name", S, "front-matter name"),
        ("description", S, "front-matter description"), ("body", S, "Markdown body"),
        ("language", S, "skill language (en/zh) from description + body"), ("name_language", S, "en/zh"),
        ("description_language", S, "en/zh"), ("body_language", S, "en/zh"),

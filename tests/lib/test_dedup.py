@@ -3,9 +3,16 @@ import random
 import numpy as np
 import pytest
 
-from skill_assets.lib.dedup import DedupConfig, deduplicate, file_operation_rule, keep_order_key
+from skill_assets.lib.dedup import DedupConfig, deduplicate, file_operation_rule, keep_order_key, near_duplicate_pairs
 from skill_assets.lib.hashing import content_hash, digest, normalise_name
-from skill_assets.lib.minhash import MinHasher, jaccard, lsh_candidate_pairs, shingle_hashes, shingles, word_tokens
+from skill_assets.lib.minhash import (
+    MinHasher,
+    jaccard,
+    jaccard_sorted,
+    lsh_candidate_pairs,
+    shingle_hashes_batch,
+    word_tokens,
+)
 
 VOCAB = (
     "container image volume network service port config build deploy cluster node pod secret token cache "
@@ -46,17 +53,23 @@ def _check_partition(rows, kept, dups):
         assert d["kept_skill_id"] in kept_ids
 
 
-def test_layers_and_keep_policy():
+def _reword_one_sentence(body: str) -> str:
+    sentences = body.split(". ")
+    # the reworded sentence is shorter, so the original stays the most complete body
+    return ". ".join(sentences[:5] + ["Reworded briefly here"] + sentences[6:])
+
+
+def test_layers():
     body = _prose(1)
     desc = "Debug docker compose stacks that fail to start"
-    sentences = body.split(". ")
-    edited = ". ".join(sentences[:5] + ["Rewrite this one sentence entirely with brand new phrasing here"] + sentences[6:])
-    assert abs(len(edited.split()) - len(body.split())) < 15
+    edited = _reword_one_sentence(body)
+    assert abs(len(edited.split()) - len(body.split())) < 15 and 250 <= len(body.split()) <= 320
+    assert len(edited) < len(body)
     rows = [
         _row("a/compose", "docker-compose-debugging", desc, body),
-        _row("b/compose", "Docker Compose Debugging", desc, body.replace(" ", "  ") + "  "),  # fork: same normalised
+        _row("b/compose", "docker-compose-debugging", desc, body),  # exact copy (a mirror)
         _row("c/renamed", "compose-troubleshooter", desc, body.replace(". ", ".\r\n")),  # renamed, CRLF
-        _row("d/edited", "compose-fixer", desc, edited),
+        _row("d/edited", "compose-fixer", desc, edited),  # one sentence reworded
         _row("e/other", "ledger-reconciliation", "Reconcile ledgers", _prose(2)),
         _row("f/third", "unrelated", "Another skill", _prose(3)),
     ]
@@ -64,13 +77,28 @@ def test_layers_and_keep_policy():
     _check_partition(rows, kept, dups)
     layer = {d["duplicate_skill_id"]: d["layer"] for d in dups}
     target = {d["duplicate_skill_id"]: d["kept_skill_id"] for d in dups}
-    # the b copy has the longest raw body (double spaces) so it is the one kept
-    assert {r["skill_id"] for r in kept} == {"b/compose", "e/other", "f/third"}
-    assert layer == {"a/compose": "name_and_content", "c/renamed": "content", "d/edited": "near_duplicate"}
-    assert set(target.values()) == {"b/compose"}
+    assert {r["skill_id"] for r in kept} == {"a/compose", "e/other", "f/third"}
+    assert layer == {"b/compose": "name_and_content", "c/renamed": "content", "d/edited": "near_duplicate"}
+    assert set(target.values()) == {"a/compose"}
     near = next(d for d in dups if d["layer"] == "near_duplicate")
     assert 0.7 <= near["similarity"] < 1.0
     assert all(d["similarity"] == 1.0 for d in dups if d["layer"] != "near_duplicate")
+
+
+def test_name_case_and_spacing_count_as_same_name():
+    body, desc = _prose(4), "d"
+    rows = [_row("a/x", "Docker Compose Debugging", desc, body), _row("b/x", "docker compose_debugging", desc, body)]
+    kept, dups = deduplicate(rows, source_order=["a", "b"])
+    assert [r["skill_id"] for r in kept] == ["a/x"]
+    assert [d["layer"] for d in dups] == ["name_and_content"]
+
+
+def test_whitespace_padding_does_not_make_a_copy_longer():
+    body, desc = _prose(1), "d"
+    rows = [_row("b/padded", "n", desc, body.replace(" ", "   ") + "\n\n\n"), _row("a/orig", "n", desc, body)]
+    kept, dups = deduplicate(rows, source_order=["a", "b"])
+    assert [r["skill_id"] for r in kept] == ["a/orig"]
+    assert dups[0]["duplicate_skill_id"] == "b/padded" and dups[0]["layer"] == "name_and_content"
 
 
 def test_keep_policy_longest_then_source_order_then_id():
@@ -175,52 +203,117 @@ def test_file_operation_rule(name, rule):
     assert file_operation_rule(name) == rule
 
 
-# ---- minhash -------------------------------------------------------------------------------
+# ---- near-duplicate layer and minhash ------------------------------------------------------
 
 
-def test_word_tokens_and_shingles():
+def test_near_duplicate_pairs_direct():
+    base = _prose(30)
+    texts = [base, _reword_one_sentence(base), _prose(31), base.rsplit(" ", 40)[0], ""]
+    pairs = near_duplicate_pairs(texts, DedupConfig())
+    assert {(d, k) for d, k, _ in pairs} == {(1, 0), (3, 0)}
+    for _, _, sim in pairs:
+        assert 0.7 <= sim < 1.0
+    assert near_duplicate_pairs([base], DedupConfig()) == []
+    # a stricter threshold drops the edited copy but keeps nothing it should not
+    strict = near_duplicate_pairs(texts, DedupConfig(jaccard_threshold=0.99))
+    assert strict == []
+
+
+def test_word_tokens():
     assert word_tokens("Hello,  WORLD!\r\nFoo_bar") == ["hello", "world", "foo_bar"]
     assert word_tokens("数据 clean") == ["数", "据", "clean"]
-    assert shingles("a b c", size=5) == {"a b c"}
-    assert shingles("", size=5) == set()
-    assert shingles("a b c d e f", size=5) == {"a b c d e", "b c d e f"}
 
 
 def test_jaccard():
     assert jaccard(set(), set()) == 1.0
     assert jaccard({"a"}, set()) == 0.0
     assert jaccard({"a", "b", "c"}, {"b", "c", "d"}) == pytest.approx(0.5)
+    u = lambda *v: np.array(v, dtype=np.uint64)
+    assert jaccard_sorted(u(1, 2, 3), u(2, 3, 4)) == pytest.approx(0.5)
+    assert jaccard_sorted(u(3, 1, 1, 2), u(2, 3, 1)) == 1.0  # order and repeats ignored
+    assert jaccard_sorted(u(), u()) == 1.0
+    assert jaccard_sorted(u(1), u()) == 0.0
 
 
-def test_shingle_hashes_are_stable_crc32():
-    import zlib
+def test_shingle_hashes_batch_counts_and_offsets():
+    texts = ["a b c d e f", "x y z", "", "A  B\tC D E F", "数据清洗工作", "one"]
+    sh, offsets = shingle_hashes_batch(texts, size=5)
+    assert offsets.tolist() == [0, 2, 3, 3, 5, 7, 8]
+    assert len(sh) == 8 and sh.dtype == np.uint64
+    # tokenisation is case- and whitespace-insensitive
+    assert sh[0:2].tolist() == sh[3:5].tolist()
+    # order matters inside a shingle
+    sh2, _ = shingle_hashes_batch(["b a c d e f", "a b c d e g"], size=5)
+    assert sh2[0] != sh[0] and sh2[2] == sh[0] and sh2[3] != sh[1]
+    # the same corpus hashes the same way every time
+    again, off2 = shingle_hashes_batch(texts, size=5)
+    assert again.tolist() == sh.tolist() and off2.tolist() == offsets.tolist()
+    with pytest.raises(ValueError):
+        shingle_hashes_batch(["a"], size=99)
 
-    h = shingle_hashes(["abc", "def"])
-    assert h.dtype == np.uint64
-    assert list(h) == [zlib.crc32(b"abc"), zlib.crc32(b"def")]
+
+def test_shingle_sets_give_exact_jaccard():
+    # 12 tokens with size 3 → 10 shingles each; one token changed in the middle alters 3 shingles
+    a = " ".join(f"w{i}" for i in range(12))
+    b = a.replace("w6", "zz")
+    sh, off = shingle_hashes_batch([a, b], size=3)
+    assert jaccard_sorted(sh[off[0]:off[1]], sh[off[1]:off[2]]) == pytest.approx(7 / 13)
 
 
-def test_minhash_estimates_jaccard():
-    hasher = MinHasher(num_perm=256, seed=3)
-    a = shingles(_prose(11, 400))
-    words = _prose(11, 400).split()
-    b = shingles(" ".join(words[: len(words) * 3 // 4] + _prose(12, 100).split()))
-    true = jaccard(a, b)
-    sa, sb = hasher.signature(shingle_hashes(a)), hasher.signature(shingle_hashes(b))
-    est = float(np.mean(sa == sb))
+def test_minhash_signatures_estimate_jaccard():
+    base = _prose(11, 400).split()
+    a = " ".join(base)
+    b = " ".join(base[: len(base) * 3 // 4] + _prose(12, 100).split())
+    sh, off = shingle_hashes_batch([a, b, ""], size=5)
+    true = jaccard_sorted(sh[off[0]:off[1]], sh[off[1]:off[2]])
+    assert 0.4 < true < 0.8
+    sigs = MinHasher(num_perm=256, seed=3).signatures(sh, off)
+    assert sigs.shape == (3, 256) and sigs.dtype == np.uint32
+    est = float(np.mean(sigs[0] == sigs[1]))
     assert abs(est - true) < 0.1
-    # same set → identical signature; deterministic by seed
-    assert np.array_equal(sa, MinHasher(256, 3).signature(shingle_hashes(a)))
-    assert not np.array_equal(sa, MinHasher(256, 4).signature(shingle_hashes(a)))
-    # all values fit below the Mersenne prime
-    assert int(sa.max()) < (1 << 61) - 1
-    empty = hasher.signature(shingle_hashes(set()))
-    assert empty.shape == (256,) and np.all(empty == np.iinfo(np.uint64).max)
+    assert np.all(sigs[2] == np.iinfo(np.uint32).max)  # empty document
+    # deterministic by seed, different across seeds
+    assert np.array_equal(sigs, MinHasher(num_perm=256, seed=3).signatures(sh, off))
+    assert not np.array_equal(sigs[0], MinHasher(num_perm=256, seed=4).signatures(sh, off)[0])
+
+
+def test_minhash_signature_of_a_document_does_not_depend_on_its_batch():
+    texts = [_prose(40 + i, 60) for i in range(7)] + [""] + [_prose(50, 30), "short text"]
+    sh, off = shingle_hashes_batch(texts, size=5)
+    hasher = MinHasher(num_perm=32, seed=2)
+    whole = hasher.signatures(sh, off)
+    for i, t in enumerate(texts):
+        sh1, off1 = shingle_hashes_batch([t], size=5)
+        assert np.array_equal(hasher.signatures(sh1, off1)[0], whole[i])
 
 
 def test_lsh_candidate_pairs():
-    sigs = np.array(
-        [[1, 2, 3, 4], [1, 2, 9, 9], [7, 7, 3, 4], [5, 6, 8, 8]], dtype=np.uint64
-    )
+    sigs = np.array([[1, 2, 3, 4], [1, 2, 9, 9], [7, 7, 3, 4], [5, 6, 8, 8]], dtype=np.uint32)
     assert lsh_candidate_pairs(sigs, bands=2) == {(0, 1), (0, 2)}
     assert lsh_candidate_pairs(sigs, bands=1) == set()
+    assert lsh_candidate_pairs(sigs, bands=4) == {(0, 1), (0, 2)}
+    sigs[3, 2] = 3  # row 3 now shares band 2 with rows 0 and 2
+    assert lsh_candidate_pairs(sigs, bands=4) == {(0, 1), (0, 2), (0, 3), (2, 3)}
+    # big buckets emit a chain of consecutive members rather than all pairs
+    same = np.zeros((6, 4), dtype=np.uint32)
+    assert lsh_candidate_pairs(same, bands=2, max_bucket_pairs=3) == {(0, 1), (1, 2), (2, 3), (3, 4), (4, 5)}
+    assert len(lsh_candidate_pairs(same, bands=2)) == 15
+
+
+def test_near_duplicate_similarity_is_a_measured_jaccard():
+    rng = random.Random(0)
+    a = [f"w{rng.randrange(5000)}" for _ in range(400)]
+    mid = list(a)
+    for i in range(0, 400, 40):
+        mid[i] = f"x{i}"
+    far = list(mid)
+    for i in range(20, 400, 40):
+        far[i] = f"y{i}"
+    texts = [" ".join(a), " ".join(far), " ".join(mid)]  # 'far' links to 'a' only through 'mid'
+    sh, off = shingle_hashes_batch(texts)
+    jac = lambda i, j: jaccard_sorted(sh[off[i]:off[i + 1]], sh[off[j]:off[j + 1]])
+    assert jac(0, 1) < 0.7 <= min(jac(0, 2), jac(1, 2))
+    pairs = {d: (k, sim) for d, k, sim in near_duplicate_pairs(texts, DedupConfig())}
+    assert set(pairs) == {1, 2} and pairs[1][0] == 0 and pairs[2][0] == 0
+    assert pairs[2][1] == pytest.approx(jac(0, 2))
+    assert pairs[1][1] == pytest.approx(jac(0, 1))  # measured to the kept skill, below the threshold

@@ -1,5 +1,8 @@
 """Corpus stage: ingest raw SKILL.md files, quarantine bad input, deduplicate in layers."""
 
+import tempfile
+from pathlib import Path
+
 import dagster as dg
 
 from skill_assets.defs.metadata import table_metadata
@@ -20,22 +23,23 @@ GROUP = "corpus"
     op_tags=DUCKDB_WRITER_TAG,
 )
 def ingested_skills(context: dg.AssetExecutionContext, store: DuckDBStore, sources: SkillSources):
-    result = ingest_sources(sources.sources(), max_bytes=sources.max_file_bytes)
+    with tempfile.TemporaryDirectory(prefix="skill-assets-ingest-") as workdir:
+        result = ingest_sources(sources.sources(), Path(workdir), sources.max_file_bytes, sources.workers)
     raw, rejects = frame("raw_skills", result.raw_skills), frame("ingest_rejects", result.rejects)
     store.write("raw_skills", raw)
     store.write("ingest_rejects", rejects)
     context.log.info(f"{result.files_seen} files: {raw.height} parsed, {len(result.rejects)} rejects")
     reasons = rejects.group_by("reason").len().sort("reason").to_dicts()
     yield dg.MaterializeResult(asset_key="raw_skills", metadata=table_metadata(
-        "raw_skills", raw, files_seen=result.files_seen, sources=", ".join(sources.paths)))
+        "raw_skills", raw, files_seen=result.files_seen, sources=", ".join(s.name for s in sources.sources())))
     yield dg.MaterializeResult(asset_key="ingest_rejects", metadata=table_metadata(
         "ingest_rejects", rejects, **{f"reason/{r['reason']}": r["len"] for r in reasons}))
 
 
 class DedupSettings(dg.Config):
     shingle_size: int = 5
-    num_perm: int = 128
-    bands: int = 32
+    num_perm: int = 64
+    bands: int = 16
     jaccard_threshold: float = 0.7
 
 

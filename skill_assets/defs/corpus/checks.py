@@ -30,3 +30,13 @@ def raw_skills_reconcile(store: DuckDBStore) -> dg.AssetCheckResult:
 def sources_readable(store: DuckDBStore) -> dg.AssetCheckResult:
     return no_rows_check(store, "SELECT source, path, message FROM ingest_rejects WHERE reason = 'source_unreadable'",
                          "unreadable sources")
+
+
+@dg.asset_check(asset="raw_skills", blocking=True,
+                description="Every file seen at ingest is either a raw skill or an ingest reject.")
+def ingest_accounts_for_every_file(context: dg.AssetCheckExecutionContext, store: DuckDBStore) -> dg.AssetCheckResult:
+    event = context.instance.get_latest_materialization_event(dg.AssetKey("raw_skills"))
+    seen = event.asset_materialization.metadata["files_seen"].value if event else None
+    counted = store.query("""SELECT (SELECT count(*) FROM raw_skills)
+                                    + (SELECT count(*) FROM ingest_rejects WHERE reason <> 'source_unreadable') AS n""")["n"][0]
+    return dg.AssetCheckResult(passed=seen == counted, metadata={"files_seen": seen, "raw_plus_rejects": int(counted)})

@@ -4,13 +4,14 @@ import dagster as dg
 
 from skill_assets.defs.metadata import table_metadata
 from skill_assets.defs.resources import DUCKDB_WRITER_TAG, DuckDBStore
-from skill_assets.lib.splits import build_benchmark_queries
+from skill_assets.lib.splits import AUDIT_FLAGS, build_benchmark_queries
 from skill_assets.lib.tables import frame
 
 
 class SplitSettings(dg.Config):
     dev_fraction: float = 0.0
     seed: int = 0
+    exclude_flags: list[str] = list(AUDIT_FLAGS)
 
 
 @dg.asset(group_name="splits", kinds={"duckdb"}, deps=["query_audit", "llm_records", "skill_clusters"],
@@ -22,7 +23,7 @@ def benchmark_queries(config: SplitSettings, store: DuckDBStore):
     hoods = {r["skill_id"]: r for r in store.read("skill_clusters").to_dicts()}
     rows = build_benchmark_queries([r for r in records if r["decision"] == "WRITE"], audits,
                                    [r for r in records if r["decision"] == "SKIP"], hoods,
-                                   config.dev_fraction, config.seed)
+                                   config.dev_fraction, config.seed, tuple(config.exclude_flags))
     df = frame("benchmark_queries", rows)
     store.write("benchmark_queries", df)
     counts = df.group_by("split").len().to_dicts()

@@ -1,0 +1,255 @@
+"""Corpus-scale benchmark: ingest + all dedup layers on a synthetic GitHub-like corpus.
+
+Builds N files (default 100,000) from ../shared/corpus/github-skills by planting forks and mirrors
+with known mutations (exact forks, whitespace/CRLF changes, renamed folders, edited front matter,
+reworded sentences, reordered sections) plus files with every kind of bad input, in a temporary
+directory outside the repository. Then times ingest + dedup into a fresh DuckDB file, scores the
+near-duplicate groups against the planted truth (pairwise precision/recall), and runs datasketch's
+MinHashLSH with the same parameters on the same shingles for a speed ratio.
+
+    .venv/bin/python bench/corpus_scale.py [--files 100000] [--skip-datasketch]
+
+The last line printed is one JSON object with the figures.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import re
+import resource
+import shutil
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from skill_assets.lib import store
+from skill_assets.lib.dedup import DedupConfig, deduplicate, near_duplicate_pairs
+from skill_assets.lib.frontmatter import SkillParseError, parse_skill_markdown
+from skill_assets.lib.ingest import ingest_sources
+from skill_assets.lib.minhash import shingle_hashes_batch
+from skill_assets.lib.sources import SourceSpec
+from skill_assets.lib.tables import frame
+
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "github-skills" / "repos"
+NEAR_KINDS = ("front_matter", "sentences", "reorder")
+EXACT_KINDS = ("fork", "whitespace", "renamed")
+BAD_KINDS = ("no_front_matter", "invalid_yaml", "missing_name", "missing_description", "empty_body",
+             "not_utf8", "binary", "too_large", "symlink_outside")
+MAX_BYTES = 200_000
+
+
+def load_originals() -> list[tuple[str, str, str]]:
+    """(name, description, body) of parseable shared skills that are not already duplicates of each other."""
+    rows = []
+    for path in sorted(SHARED.rglob("*")):
+        if path.name.lower() != "skill.md" or not path.is_file():
+            continue
+        try:
+            p = parse_skill_markdown(path.read_text(encoding="utf-8"))
+        except (SkillParseError, UnicodeDecodeError):
+            continue
+        if len(p.body) < 400:
+            continue  # too short to mutate meaningfully
+        rows.append({"skill_id": str(len(rows)), "source": "s", "name": p.name, "description": p.description,
+                     "body": p.body, "name_hash": p.name.lower(), "content_hash": hash((p.description, p.body))})
+    kept, _ = deduplicate(rows, ["s"], DedupConfig())
+    return [(r["name"], r["description"], r["body"]) for r in kept]
+
+
+def render(name: str, description: str, body: str) -> str:
+    return f"---\nname: {json.dumps(name)}\ndescription: {json.dumps(description, ensure_ascii=False)}\n---\n\n{body}\n"
+
+
+def reword(text: str, rng: random.Random, sentences: int = 2) -> str:
+    parts = re.split(r"(?<=[.!?。])\s+", text)
+    for _ in range(sentences):
+        i = rng.randrange(len(parts))
+        words = parts[i].split()
+        if len(words) > 3:
+            j = rng.randrange(len(words))
+            words[j] = rng.choice(["carefully", "quickly", "always", "usually", "then", "also"])
+            parts[i] = " ".join(words)
+    return " ".join(parts) if len(parts) > 1 else text
+
+
+def reorder_sections(body: str, rng: random.Random) -> str:
+    sections = re.split(r"(?m)^(?=## )", body)
+    if len(sections) < 3:
+        return reword(body, rng, 1)
+    i, j = rng.sample(range(1, len(sections)), 2)
+    sections[i], sections[j] = sections[j], sections[i]
+    return "".join(s if s.endswith("\n") else s + "\n" for s in sections)
+
+
+def mutate(kind: str, name: str, description: str, body: str, rng: random.Random) -> str:
+    if kind in ("fork", "renamed"):
+        return render(name, description, body)
+    if kind == "whitespace":
+        return render(name, description, "\n".join(line + "  " for line in body.split("\n"))).replace("\n", "\r\n")
+    if kind == "front_matter":
+        return render(name, description + " Works with any repository layout.", body)
+    if kind == "sentences":
+        return render(name, description, reword(body, rng))
+    return render(name, description, reorder_sections(body, rng))
+
+
+def bad_file(kind: str, path: Path, rng: random.Random) -> None:
+    if kind == "symlink_outside":
+        path.symlink_to("/etc/hostname")
+        return
+    payload = {
+        "no_front_matter": b"# Just a title\n\nNo front matter here.\n",
+        "invalid_yaml": b"---\nname: [unclosed\ndescription: x\n---\nbody\n",
+        "missing_name": b"---\ndescription: has no name\n---\nbody text\n",
+        "missing_description": b"---\nname: nameless-desc\n---\nbody text\n",
+        "empty_body": b"---\nname: empty\ndescription: nothing below\n---\n\n",
+        "not_utf8": b"---\nname: latin\ndescription: caf\xe9\n---\nbody\n",
+        "binary": b"\x89PNG\r\n\x1a\n\x00\x00\x00",
+        "too_large": b"---\nname: huge\ndescription: big\n---\n" + b"x" * (MAX_BYTES + 10),
+    }[kind]
+    path.write_bytes(payload)
+
+
+def build_corpus(root: Path, n_files: int, originals: list, seed: int = 0) -> tuple[dict[str, tuple[int, str]], Counter]:
+    """Write the corpus under root/<source>/...; return truth: relative path → (original index, kind)."""
+    rng = random.Random(seed)
+    truth: dict[str, tuple[int, str]] = {}
+    kinds: Counter = Counter()
+    n_bad = max(len(BAD_KINDS), n_files // 300)
+    n_good = n_files - n_bad
+    mutation_kinds = EXACT_KINDS + NEAR_KINDS
+    for i in range(n_good):
+        o = i % len(originals)
+        kind = "original" if i < len(originals) else mutation_kinds[rng.randrange(len(mutation_kinds))]
+        source = f"repo{i % 20:02d}"
+        folder = f"skill-{o}-v{i}" if kind != "renamed" else f"renamed-{i}"
+        rel = f"{source}/{folder}/SKILL.md"
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        text = render(*originals[o]) if kind == "original" else mutate(kind, *originals[o], rng)
+        (root / rel).write_bytes(text.encode("utf-8"))
+        truth[f"{source}/{folder}"] = (o, kind)
+        kinds[kind] += 1
+    for i in range(n_bad):
+        kind = BAD_KINDS[i % len(BAD_KINDS)]
+        p = root / f"repo{i % 20:02d}" / f"bad-{kind}-{i}" / "SKILL.md"
+        p.parent.mkdir(parents=True, exist_ok=True)
+        bad_file(kind, p, rng)
+        kinds[f"bad:{kind}"] += 1
+    return truth, kinds
+
+
+def pair_scores(truth_groups: list[int], pred_groups: list[str]) -> tuple[float, float]:
+    """Pairwise precision and recall of predicted groups against truth groups."""
+    df = pl.DataFrame({"t": truth_groups, "p": pred_groups})
+    c2 = lambda col: (col * (col - 1) / 2).sum()  # noqa: E731
+    tp = df.group_by("t", "p").len().select(c2(pl.col("len"))).item()
+    pred = df.group_by("p").len().select(c2(pl.col("len"))).item()
+    true = df.group_by("t").len().select(c2(pl.col("len"))).item()
+    return (tp / pred if pred else 1.0), (tp / true if true else 1.0)
+
+
+def datasketch_seconds(texts: list[str], config: DedupConfig) -> float:
+    """datasketch MinHash + MinHashLSH (same permutations, bands and shingles); shingling not timed."""
+    from datasketch import MinHash, MinHashLSH
+
+    sh, off = shingle_hashes_batch(texts, config.shingle_size)
+    shingles = [[v.tobytes() for v in sh[off[i] : off[i + 1]]] for i in range(len(texts))]
+    started = time.perf_counter()
+    lsh = MinHashLSH(threshold=config.jaccard_threshold, num_perm=config.num_perm,
+                     params=(config.bands, config.num_perm // config.bands))
+    sketches = []
+    for i, items in enumerate(shingles):
+        m = MinHash(num_perm=config.num_perm, seed=config.seed)
+        m.update_batch(items)
+        lsh.insert(str(i), m)
+        sketches.append(m)
+    for m in sketches:
+        lsh.query(m)
+    return time.perf_counter() - started
+
+
+def peak_rss_mb() -> float:
+    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    return (own + children) / 1024
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--files", type=int, default=100_000)
+    parser.add_argument("--skip-datasketch", action="store_true")
+    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    args = parser.parse_args()
+    if not SHARED.is_dir():
+        sys.exit(f"shared corpus not found at {SHARED}")
+    originals = load_originals()
+    work = Path(tempfile.mkdtemp(prefix="corpus-bench-"))
+    try:
+        root = work / "corpus"
+        truth, kinds = build_corpus(root, args.files, originals)
+        print(f"built {args.files} files from {len(originals)} originals: {dict(kinds)}", file=sys.stderr)
+        db = work / "bench.duckdb"
+        config = DedupConfig()
+        started = time.perf_counter()
+        result = ingest_sources([SourceSpec("bench", "dir", str(root))], work, MAX_BYTES, args.workers)
+        t_ingest = time.perf_counter() - started
+        store.replace_table(db, "raw_skills", frame("raw_skills", result.raw_skills))
+        store.replace_table(db, "ingest_rejects", frame("ingest_rejects", result.rejects))
+        t_dedup0 = time.perf_counter()
+        kept, duplicates = deduplicate(result.raw_skills, ["bench"], config)
+        t_dedup = time.perf_counter() - t_dedup0
+        store.replace_table(db, "skills", frame("skills", kept))
+        store.replace_table(db, "skill_duplicates", frame("skill_duplicates", duplicates))
+        wall = time.perf_counter() - started
+        rss = peak_rss_mb()
+
+        final = {d["duplicate_skill_id"]: d["kept_skill_id"] for d in duplicates}
+        t_groups, p_groups, near_t, near_p = [], [], [], []
+        for row in result.raw_skills:
+            key = row["skill_id"].split("/", 1)[1]
+            o, kind = truth[key]
+            pred = final.get(row["skill_id"], row["skill_id"])
+            t_groups.append(o)
+            p_groups.append(pred)
+            if kind in NEAR_KINDS or kind == "original":
+                near_t.append(o)
+                near_p.append(pred)
+        precision, recall = pair_scores(near_t, near_p)
+        all_precision, all_recall = pair_scores(t_groups, p_groups)
+        reconciled = len(result.raw_skills) + len(result.rejects) == result.files_seen == args.files \
+            and len(kept) + len(duplicates) == len(result.raw_skills)
+
+        # near-duplicate stage alone, ours vs datasketch, on the texts left after the exact layers
+        stage_rows = {r["skill_id"]: r for r in result.raw_skills}
+        exact_kept = [stage_rows[k] for k in {r["skill_id"] for r in kept} | {d["duplicate_skill_id"] for d in duplicates
+                                                                           if d["layer"] == "near_duplicate"}]
+        texts = [r["description"] + "\n" + r["body"] for r in exact_kept]
+        t0 = time.perf_counter()
+        near_duplicate_pairs(texts, config)
+        ours_s = time.perf_counter() - t0
+        ds_s = None if args.skip_datasketch else datasketch_seconds(texts, config)
+        layers = Counter(d["layer"] for d in duplicates)
+        print(json.dumps({
+            "files": args.files, "wall_s": round(wall, 2), "files_per_s": round(args.files / wall, 1),
+            "ingest_s": round(t_ingest, 2), "dedup_s": round(t_dedup, 2), "peak_rss_mb": round(rss, 1),
+            "kept": len(kept), "duplicates_by_layer": dict(layers),
+            "rejects_by_reason": dict(Counter(r["reason"] for r in result.rejects)), "reconciled": reconciled,
+            "near_dup_precision": round(precision, 4), "near_dup_recall": round(recall, 4),
+            "all_layers_precision": round(all_precision, 4), "all_layers_recall": round(all_recall, 4),
+            "near_dup_stage_docs": len(texts), "near_dup_stage_s": round(ours_s, 2),
+            "datasketch_s": None if ds_s is None else round(ds_s, 2),
+            "speedup_vs_datasketch": None if ds_s is None else round(ds_s / ours_s, 2),
+        }))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,155 @@
+"""Routing latency on a 10,000-skill pool built from the shared GitHub skills corpus.
+
+    HF_HUB_OFFLINE=1 .venv/bin/python bench/route_latency.py [--pool-size 10000] [--queries 100]
+
+Parses every SKILL.md under /work/shared/corpus/github-skills/repos (unparsable files are skipped
+and counted), then adds deterministic variants (renamed, body paragraphs rotated) until the pool
+has ``--pool-size`` distinct ids; nothing is copied into the repository. Indexes the pool through
+``Router`` (embedding cache under ``--cache-dir``: the first run encodes, reruns are cache hits),
+then times single-query routing (embed + exact search; embed + search + cross-encoder rerank of
+the top 20) and ``per_query_metrics`` on 10,000 random depth-50 rankings over the pool.
+The last stdout line is one JSON object with the figures.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from skill_assets.lib.frontmatter import SkillParseError, parse_skill_markdown  # noqa: E402
+from skill_assets.lib.metrics import per_query_metrics  # noqa: E402
+from skill_assets.router import Router, Skill, bundled_minilm, stderr_log  # noqa: E402
+
+CORPUS = Path("/work/shared/corpus/github-skills/repos")
+
+
+def corpus_skills(root: Path) -> tuple[list[Skill], int]:
+    skills, skipped = [], 0
+    for path in sorted(root.rglob("SKILL.md")):
+        try:
+            parsed = parse_skill_markdown(path.read_bytes().decode("utf-8"))
+        except (SkillParseError, UnicodeDecodeError, OSError):
+            skipped += 1
+            continue
+        skills.append(Skill(path.parent.relative_to(root).as_posix(), parsed.name, parsed.description, parsed.body,
+                            str(path)))
+    return skills, skipped
+
+
+def build_pool(base: list[Skill], size: int) -> list[Skill]:
+    """``base`` then variants ``<id>~v<r>`` (name suffixed, body paragraphs rotated) up to ``size`` skills."""
+    pool = list(base[:size])
+    r = 1
+    while len(pool) < size:
+        for s in base:
+            if len(pool) >= size:
+                break
+            paras = s.body.split("\n\n")
+            k = r % len(paras) if len(paras) > 1 else 0
+            body = "\n\n".join(paras[k:] + paras[:k]) + f"\n\n(variant {r})"
+            pool.append(Skill(f"{s.id}~v{r}", f"{s.name}-v{r}", s.description, body, s.source))
+        r += 1
+    return pool
+
+
+def sample_queries(pool: list[Skill], n: int, seed: int) -> list[str]:
+    """Natural-ish queries: the first clause of sampled descriptions, 4-24 words."""
+    rng = random.Random(seed)
+    out: list[str] = []
+    for s in rng.sample(pool, min(len(pool), n * 3)):
+        words = s.description.replace("\n", " ").split(".")[0].split()
+        if len(words) >= 4:
+            out.append(" ".join(words[:24]))
+        if len(out) == n:
+            break
+    return out
+
+
+def latencies_ms(fn, queries: list[str], warmup: int = 3) -> np.ndarray:
+    for q in queries[:warmup]:
+        fn(q)
+    times = []
+    for q in queries:
+        t0 = time.perf_counter()
+        fn(q)
+        times.append((time.perf_counter() - t0) * 1000)
+    return np.array(times)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--corpus", default=str(CORPUS))
+    ap.add_argument("--pool-size", type=int, default=10_000)
+    ap.add_argument("--queries", type=int, default=100)
+    ap.add_argument("--embedder", default=None, help="default: bundled MiniLM")
+    ap.add_argument("--reranker", default=None, help="default: bundled MiniLM as a cross-encoder")
+    ap.add_argument("--cache-dir", default=str(Path("~/.cache/skill-assets/index").expanduser()))
+    ap.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's choice)")
+    ap.add_argument("--rerank-max-length", type=int, default=256, help="cross-encoder token cap (trained at 256)")
+    ap.add_argument("--quantize-reranker", action="store_true", help="int8 dynamic quantisation of the reranker")
+    ap.add_argument("--index-only", action="store_true", help="build the pool and index, then stop")
+    ap.add_argument("--metrics-queries", type=int, default=10_000)
+    ap.add_argument("--seed", type=int, default=13)
+    args = ap.parse_args(argv)
+
+    t0 = time.perf_counter()
+    base, skipped = corpus_skills(Path(args.corpus))
+    if not base:
+        print(f"no parsable SKILL.md under {args.corpus}", file=sys.stderr)
+        return 2
+    pool = build_pool(base, args.pool_size)
+    stderr_log(f"pool: {len(pool)} skills ({len(base)} parsed, {skipped} unparsable skipped) "
+               f"in {time.perf_counter() - t0:.1f}s")
+
+    embedder = args.embedder or bundled_minilm()
+    reranker = args.reranker or bundled_minilm()
+    router = Router(embedder, reranker_path=reranker, cache_dir=args.cache_dir, num_threads=args.threads,
+                    reranker_max_length=args.rerank_max_length, quantize_reranker=args.quantize_reranker,
+                    log=stderr_log)
+    stats = router.index(pool)
+    stderr_log(f"index: {stats.seconds:.1f}s ({stats.encoded} encoded, {stats.cached} cached)")
+    if args.index_only:
+        return 0
+
+    queries = sample_queries(pool, args.queries, args.seed)
+    search = latencies_ms(lambda q: router.route([q], top_k=20, use_reranker=False), queries)
+    stderr_log(f"embed+search: p50 {np.percentile(search, 50):.1f} ms, p95 {np.percentile(search, 95):.1f} ms")
+    rr = latencies_ms(lambda q: router.route([q], top_k=20, rerank_depth=20), queries)
+    stderr_log(f"embed+search+rerank(20): p50 {np.percentile(rr, 50):.1f} ms, p95 {np.percentile(rr, 95):.1f} ms")
+
+    rng = np.random.default_rng(args.seed)
+    ids = np.array([s.id for s in pool], dtype=object)
+    n_q = args.metrics_queries
+    rankings = [ids[rng.choice(len(ids), 50, replace=False)].tolist() for _ in range(n_q)]
+    relevant = [set(ids[rng.choice(len(ids), int(rng.integers(1, 4)), replace=False)].tolist()) for _ in range(n_q)]
+    t = time.perf_counter()
+    per_query_metrics(rankings, relevant)
+    metrics_s = time.perf_counter() - t
+    stderr_log(f"per_query_metrics: {n_q} queries x depth 50 over {len(pool)} skills in {metrics_s:.2f}s")
+
+    import torch
+
+    print(json.dumps({
+        "pool": len(pool), "index_s": round(stats.seconds, 2),
+        "search_p50_ms": round(float(np.percentile(search, 50)), 2),
+        "search_p95_ms": round(float(np.percentile(search, 95)), 2),
+        "rerank_p50_ms": round(float(np.percentile(rr, 50)), 2),
+        "rerank_p95_ms": round(float(np.percentile(rr, 95)), 2),
+        "metrics_s": round(metrics_s, 3),
+        "index_encoded": stats.encoded, "index_cached": stats.cached, "queries": len(queries),
+        "rerank_max_length": args.rerank_max_length, "quantize_reranker": args.quantize_reranker,
+        "torch_threads": torch.get_num_threads(), "loadavg_1m": round(os.getloadavg()[0], 2),
+    }))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

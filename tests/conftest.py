@@ -1,0 +1,14 @@
+"""Shared fixtures: repository paths and the shared real-skill corpus (when present)."""
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED_CORPUS = REPO.parent / "shared" / "corpus" / "github-skills" / "repos"
+
+
+@pytest.fixture
+def shared_corpus() -> Path:
+    if not SHARED_CORPUS.is_dir():
+        pytest.skip("../shared/corpus/github-skills is not beside this checkout")
+    return SHARED_CORPUS

@@ -1,0 +1,100 @@
+"""Materialize the whole graph on the demo corpus with the real local LLM server and models.
+
+Runs the CLI in a subprocess so the resources read SKILL_ASSETS_DB / DAGSTER_HOME from a clean
+environment, exactly as `make demo` does, then checks row counts and invariants in the DuckDB file.
+"""
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parent.parent
+DEMO_CONFIG = REPO / "skill_assets" / "demo" / "demo_run.yaml"
+TABLES = ["raw_skills", "skills", "skill_duplicates", "skill_embeddings", "cluster_sweep", "skill_clusters",
+          "skill_pools", "skill_combinations", "llm_records", "query_audit", "skip_taxonomy", "benchmark_queries",
+          "embedder", "reranker", "retrieval_runs", "benchmark_metrics", "benchmark_report"]
+
+
+@pytest.fixture(scope="module")
+def demo_store(tmp_path_factory) -> Path:
+    work = tmp_path_factory.mktemp("e2e")
+    config = yaml.safe_load(DEMO_CONFIG.read_text())
+    # fewer generator calls than the demo, still every direction and k in both pools
+    config["ops"]["skill_combinations"]["config"] = {"train_counts": {"1": 4, "2": 1, "3": 1},
+                                                     "test_counts": {"1": 2, "2": 1, "3": 1}}
+    (work / "run.yaml").write_text(yaml.safe_dump(config))
+    env = {**os.environ, "SKILL_ASSETS_DB": str(work / "store.duckdb"), "DAGSTER_HOME": str(work / "dagster_home")}
+    env.pop("SKILL_ASSETS_LLM_BASE_URL", None)
+    env.pop("SKILL_ASSETS_SOURCES", None)
+    proc = subprocess.run([sys.executable, "-m", "skill_assets.cli", "materialize", "--config", str(work / "run.yaml")],
+                          env=env, capture_output=True, text=True, timeout=1500)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+    return work / "store.duckdb"
+
+
+def count(con, sql: str) -> int:
+    return con.execute(sql).fetchone()[0]
+
+
+def test_every_table_is_filled(demo_store):
+    with duckdb.connect(str(demo_store), read_only=True) as con:
+        for table in TABLES:
+            assert count(con, f"SELECT count(*) FROM {table}") > 0, table
+
+
+def test_corpus_reconciles_and_dedups_the_planted_copies(demo_store):
+    with duckdb.connect(str(demo_store), read_only=True) as con:
+        raw = count(con, "SELECT count(*) FROM raw_skills")
+        kept = count(con, "SELECT count(*) FROM skills")
+        dups = count(con, "SELECT count(*) FROM skill_duplicates")
+        assert raw == kept + dups
+        assert count(con, "SELECT count(*) FROM ingest_rejects") == 0  # the demo corpus is clean
+        layers = dict(con.execute("SELECT layer, count(*) FROM skill_duplicates GROUP BY 1").fetchall())
+        assert layers.get("near_duplicate", 0) >= 3 and layers.get("name_and_content", 0) >= 3
+        assert count(con, "SELECT count(*) FROM skills WHERE language = 'zh'") >= 8
+
+
+def test_generation_accounts_for_every_combination(demo_store):
+    with duckdb.connect(str(demo_store), read_only=True) as con:
+        assert count(con, "SELECT count(*) FROM skill_combinations") == count(con, "SELECT count(*) FROM llm_records")
+        assert count(con, "SELECT count(*) FROM llm_records WHERE decision NOT IN ('WRITE','SKIP','INVALID','FAILED')") == 0
+        assert count(con, "SELECT count(*) FROM llm_records WHERE decision <> 'FAILED' AND raw_response IS NULL") == 0
+        assert count(con, "SELECT count(*) FROM query_audit") == count(con, "SELECT count(*) FROM llm_records WHERE decision = 'WRITE'")
+        assert count(con, "SELECT count(*) FROM skip_taxonomy") == count(con, "SELECT count(*) FROM llm_records WHERE decision = 'SKIP'")
+
+
+def test_benchmark_invariants(demo_store):
+    with duckdb.connect(str(demo_store), read_only=True) as con:
+        assert count(con, "SELECT count(*) FROM (SELECT skill_id FROM skill_pools GROUP BY 1 HAVING count(DISTINCT pool) > 1)") == 0
+        assert count(con, """SELECT count(*) FROM benchmark_queries q, unnest(q.skill_ids) u(s)
+                             JOIN skill_pools p ON p.skill_id = u.s WHERE q.split = 'test' AND p.pool <> 'test'""") == 0
+        assert count(con, "SELECT count(*) FROM benchmark_queries WHERE split = 'train'") > 0
+        systems = {r[0] for r in con.execute("SELECT DISTINCT system FROM benchmark_metrics").fetchall()}
+        assert {"bm25", "embedder:base", "embedder:r3", "reranker:r3"} <= systems
+        values = [r[0] for r in con.execute("SELECT value FROM benchmark_metrics WHERE metric <> 'set_compat'").fetchall()]
+        assert all(0.0 <= v <= 1.0 for v in values)
+
+
+def test_models_and_report_are_files(demo_store):
+    from sentence_transformers import CrossEncoder, SentenceTransformer
+
+    with duckdb.connect(str(demo_store), read_only=True) as con:
+        emb_path = con.execute("SELECT path FROM embedder WHERE variant = 'r3'").fetchone()[0]
+        rr_path = con.execute("SELECT path FROM reranker WHERE variant = 'r3'").fetchone()[0]
+        report, plot = con.execute("SELECT markdown, plot_path FROM benchmark_report").fetchone()
+    assert SentenceTransformer(emb_path).encode(["route me"]).shape[1] == 384
+    assert CrossEncoder(rr_path).predict([("route me", "a skill")]).shape == (1,)
+    assert "hit@1" in report and Path(plot).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_sql_files_run_against_the_store(demo_store):
+    env = {**os.environ, "SKILL_ASSETS_DB": str(demo_store)}
+    for sql in sorted((REPO / "sql").glob("*.sql")):
+        proc = subprocess.run([sys.executable, "-m", "skill_assets.cli", "sql", str(sql)], env=env,
+                              capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, f"{sql.name}: {proc.stderr[-2000:]}"
+        assert "┌" in proc.stdout or "shape" in proc.stdout or proc.stdout.strip(), sql.name

@@ -97,6 +97,16 @@ def _ingest_one(src: PreparedSource, max_bytes: int, workers: int, now: datetime
     else:
         results = _read_batch((files, str(src.root), max_bytes))
     licenses: dict[Path, str | None] = {}
+
+    def nearest_license(folder: Path) -> str | None:
+        """License file of the skill folder or its nearest ancestor inside the source."""
+        if folder not in licenses:
+            found = license_in(folder)
+            if found is None and folder != src.root and src.root in folder.parents:
+                found = nearest_license(folder.parent)
+            licenses[folder] = found
+        return licenses[folder]
+
     for path_str, row, code, message in results:
         path = Path(path_str)
         rel = path.relative_to(src.root).as_posix()
@@ -104,11 +114,9 @@ def _ingest_one(src: PreparedSource, max_bytes: int, workers: int, now: datetime
             rejects.append({"source": src.spec.name, "path": rel, "reason": code, "message": message, "ingested_at": now})
             continue
         rel_dir = path.parent.relative_to(src.root).as_posix()
-        if path.parent not in licenses:
-            licenses[path.parent] = license_in(path.parent)
         raw.append({"skill_id": src.spec.name if rel_dir == "." else f"{src.spec.name}/{rel_dir}",
                     "source": src.spec.name, "path": rel, "repo": src.spec.repo or src.spec.location,
-                    "commit": src.commit, "license": licenses[path.parent] or src.license,
+                    "commit": src.commit, "license": nearest_license(path.parent) or src.license,
                     **row, "ingested_at": now})
     return len(files)
 

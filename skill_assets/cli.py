@@ -2,7 +2,8 @@
 
 Dagster runs one partitions definition per run, so ``materialize`` walks the selected assets in
 topological order and cuts them into consecutive runs: unpartitioned stretches run once,
-partitioned ones once per requested partition (default: each definition's default variant).
+partitioned ones once per requested partition that their definition has (default: ``r3`` for the
+model variants, every direction for ``llm_records``).
 Runs are recorded in the Dagster instance at $DAGSTER_HOME (default: ``dagster_home`` beside the
 DuckDB file), so ``dagster dev`` afterwards shows their lineage, metadata and the report.
 """
@@ -46,6 +47,19 @@ def plan_runs(selection: list[str] | None = None) -> list[tuple[list, object]]:
     return runs
 
 
+def partition_keys_for(pdef, requested: list[str] | None) -> list[str]:
+    """The partitions to run for one partitioned stretch.
+
+    The requested keys that this definition has; if none, ``r3`` where it exists (the model
+    variants) and otherwise every key (``llm_records``' directions: generation covers all of them).
+    """
+    available = pdef.get_partition_keys()
+    chosen = [p for p in requested or [] if p in available]
+    if chosen:
+        return chosen
+    return [DEFAULT_PARTITION] if DEFAULT_PARTITION in available else available
+
+
 def _run_config_for(keys: list, config: dict) -> dict:
     """Keep only the op config of ops in this run (Dagster rejects config for ops outside it)."""
     from skill_assets.definitions import defs
@@ -64,13 +78,17 @@ def materialize(selection: list[str] | None, config_path: str | None, partitions
     _dagster_home(db)
     config = yaml.safe_load(Path(config_path).read_text()) if config_path else {}
     assets = list(defs.assets or []) + list(defs.asset_checks or [])
+    runs = plan_runs(selection)
+    known = {p for _, pdef in runs if pdef is not None for p in pdef.get_partition_keys()}
+    if unknown := sorted(set(partitions or []) - known):
+        print(f"unknown partition(s) {unknown}; the selected assets have {sorted(known)}", file=sys.stderr)
+        return 2
     with dg.DagsterInstance.get() as instance:
-        for keys, pdef in plan_runs(selection):
+        for keys, pdef in runs:
             names = ", ".join(k.to_user_string() for k in keys)
             keys_to_run = [None]
             if pdef is not None:
-                available = pdef.get_partition_keys()
-                keys_to_run = partitions or [DEFAULT_PARTITION if DEFAULT_PARTITION in available else available[0]]
+                keys_to_run = partition_keys_for(pdef, partitions)
             for partition in keys_to_run:
                 print(f"materializing {names}" + (f" [{partition}]" if partition else ""), flush=True)
                 result = dg.materialize(assets, selection=keys, instance=instance, resources=defs.resources,

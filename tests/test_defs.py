@@ -23,6 +23,7 @@ def graph_spec() -> dict:
             "partitions": pdef.get_partition_keys() if pdef is not None else None,
             "checks": sorted(c.name for c in node.check_keys),
             "kinds": sorted(node.kinds),
+            "automated": node.automation_condition is not None,
         }
     return {"assets": assets, "jobs": sorted(j.name for j in defs.jobs or []),
             "schedules": sorted(s.name for s in defs.schedules or [])}

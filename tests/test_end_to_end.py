@@ -24,8 +24,9 @@ def demo_store(tmp_path_factory) -> Path:
     work = tmp_path_factory.mktemp("e2e")
     config = yaml.safe_load(DEMO_CONFIG.read_text())
     # fewer generator calls than the demo, still every direction and k in both pools
-    config["ops"]["skill_combinations"]["config"] = {"train_counts": {"1": 4, "2": 1, "3": 1},
-                                                     "test_counts": {"1": 2, "2": 1, "3": 1}}
+    config["ops"]["skill_combinations"]["config"] = {"train_counts": {"1": 3, "2": 1, "3": 1},
+                                                     "test_counts": {"1": 1, "2": 1, "3": 1}}
+    config["ops"]["llm_records"]["config"].update({"prompt_body_chars": 200, "max_tokens": 160})
     (work / "run.yaml").write_text(yaml.safe_dump(config))
     env = {**os.environ, "SKILL_ASSETS_DB": str(work / "store.duckdb"), "DAGSTER_HOME": str(work / "dagster_home")}
     env.pop("SKILL_ASSETS_LLM_BASE_URL", None)

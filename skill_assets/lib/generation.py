@@ -1,23 +1,46 @@
-"""Call an OpenAI-compatible chat endpoint for many prompts: concurrent, cached, bounded.
+"""Call an OpenAI-compatible chat endpoint for many prompts: concurrent, cached, bounded, accounted.
 
-Paid calls are the project's most expensive resource, so this module guarantees three things:
-every answered request is handed to ``on_batch`` (which the caller commits to the response
-cache) in small batches as answers arrive; a request whose key is already cached is never sent;
-and the run stops cleanly — not with a crash that loses the batch in hand — when the endpoint is
-down (circuit breaker) or the token budget is spent. Retries with exponential backoff and
-``Retry-After`` are the ``openai`` client's own (``max_retries``).
+Paid calls are the project's most expensive resource, so this module guarantees:
+
+* **never pay twice** — every answer is appended to a local journal file the moment it arrives
+  (one ``write`` + ``flush``: it survives the process being killed) and committed to the DuckDB
+  response cache in small batches; a later run first folds any journal left behind into the
+  cache, and never sends a request whose key is cached. A killed run therefore loses only the
+  requests that were in flight, and a crash inside the batch commit loses nothing.
+* **clean stops** — a circuit breaker counts failed HTTP *attempts* (connection errors, timeouts,
+  5xx, unreadable bodies) across all requests, so a dead endpoint opens it after a handful of
+  attempts instead of after every request has exhausted its retry back-off; it then cancels what
+  is in flight. A token / dollar budget reserves a conservative estimate before each send and
+  stops sending when the next request might not fit. Nothing is lost in either case: unsent
+  requests come back with a reason and become FAILED records that the next run sends.
+* **accounting** — tokens in/out, latency, retries and estimated cost per request.
+* **no secret leaks** — the API key is scrubbed from every error text, log line and answer.
+
+Retries with exponential backoff and ``Retry-After`` are the ``openai`` client's own (``max_retries``).
 """
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import json
+import math
+import statistics
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
+import httpx2
 import openai
 
 from skill_assets.lib.hashing import digest
+from skill_assets.lib.llm_output import parse_generator_output
+from skill_assets.lib.pricing import PriceTable, cost_usd, price_of, unpriced
+
+DECISIONS = ("WRITE", "SKIP", "INVALID", "FAILED")
+#: failure classes, the prefix of a FAILED record's ``error``
+BUDGET, CIRCUIT, REQUEST, ABORTED = "budget", "circuit_open", "request", "aborted"
 
 
 @dataclass(frozen=True)
@@ -40,6 +63,7 @@ def request_key(template_version: str, model: str, params: SamplingParams, messa
 class LLMRequest:
     key: str
     messages: list[dict]
+    template_version: str = ""
 
 
 @dataclass
@@ -53,14 +77,18 @@ class LLMResponse:
     latency_s: float = 0.0
     retries: int = 0
     error: str = ""
+    template_version: str = ""
+    cost_usd: float = 0.0
 
 
 @dataclass
 class GenerationLimits:
     concurrency: int = 2
     batch_size: int = 8
-    max_consecutive_failures: int = 5
+    #: consecutive failed HTTP attempts (over all requests) that open the circuit
+    max_consecutive_failures: int = 8
     max_total_tokens: int | None = None
+    max_total_cost_usd: float | None = None
 
 
 @dataclass
@@ -68,11 +96,202 @@ class GenerationReport:
     requested: int = 0
     answered: int = 0
     failed: int = 0
-    not_sent: int = 0
     stop_reason: str = ""
     tokens: int = 0
+    cost_usd: float = 0.0
     responses: list[LLMResponse] = field(default_factory=list)
+    #: request key -> why it was not sent (``budget: …`` / ``circuit_open: …`` / ``aborted: …``)
+    not_sent: dict[str, str] = field(default_factory=dict)
 
+
+# --- secrets -------------------------------------------------------------------------------------
+
+def _secret_of(client: openai.AsyncOpenAI) -> str | None:
+    key = getattr(client, "api_key", None)
+    return key if isinstance(key, str) and len(key) >= 8 else None
+
+
+def redact(text: str, secret: str | None) -> str:
+    """``text`` with ``secret`` replaced: servers sometimes echo request headers in error bodies."""
+    return text.replace(secret, "[REDACTED]") if secret and text else text
+
+
+# --- endpoint guard: attempt counting and the circuit breaker -------------------------------------
+
+_current_key: contextvars.ContextVar[str | None] = contextvars.ContextVar("skill_assets_request_key", default=None)
+
+
+class EndpointGuard:
+    """Counts HTTP attempts per request and consecutive failed attempts over all requests.
+
+    Counting attempts (not requests) is what makes the breaker fast: the ``openai`` client retries a
+    refused connection with growing back-off, so a request-level breaker against a dead endpoint
+    would wait for ``concurrency × threshold`` full retry cycles before stopping.
+    """
+
+    def __init__(self, threshold: int, on_open: Callable[[str], None] = lambda _: None) -> None:
+        self.threshold = max(1, threshold)
+        self.on_open = on_open
+        self.consecutive = 0
+        self.reason = ""
+        self.attempts: Counter[str] = Counter()
+        self.last_error = ""
+
+    @property
+    def is_open(self) -> bool:
+        return bool(self.reason)
+
+    def attempt(self) -> None:
+        if (key := _current_key.get()) is not None:
+            self.attempts[key] += 1
+
+    def success(self) -> None:
+        self.consecutive = 0
+
+    def failure(self, what: str) -> None:
+        self.consecutive += 1
+        self.last_error = what
+        if not self.is_open and self.consecutive >= self.threshold:
+            self.reason = f"{CIRCUIT}: {self.consecutive} consecutive failed attempts (last: {what})"
+            self.on_open(self.reason)
+
+
+#: statuses that no retry will fix (bad key, no access, wrong model or URL): they count as failures
+#: so a misconfigured run stops after a few requests instead of sending every one
+_FATAL_STATUS = frozenset({401, 403, 404})
+
+
+class _GuardedHttpClient(openai.DefaultAsyncHttpxClient):
+    """The openai SDK's default async HTTP client, reporting each attempt's outcome to a guard.
+
+    ``send`` reads the whole body for non-streamed calls, so truncated bodies and dropped
+    connections show up here as ``httpx2.RequestError`` and are counted too.
+    """
+
+    def __init__(self, guard: EndpointGuard, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self._guard = guard
+
+    async def send(self, request: httpx2.Request, **kwargs) -> httpx2.Response:  # type: ignore[override]
+        if self._guard.is_open:
+            raise httpx2.ConnectError(self._guard.reason, request=request)
+        self._guard.attempt()
+        try:
+            response = await super().send(request, **kwargs)
+        except httpx2.RequestError as exc:
+            self._guard.failure(type(exc).__name__)
+            raise
+        if response.status_code >= 500 or response.status_code in _FATAL_STATUS:
+            self._guard.failure(f"HTTP {response.status_code}")
+        elif response.status_code < 400:
+            self._guard.success()
+        return response  # 429 and other 4xx: the endpoint is alive, neither success nor failure
+
+
+# --- budget ---------------------------------------------------------------------------------------
+
+class TokenBudget:
+    """Spent + reserved tokens and dollars; a request is sent only if its worst case fits.
+
+    The worst case is ``max_tokens`` out plus an over-estimate of the prompt's tokens (bytes × a
+    ratio that starts at 0.5 tokens/byte and then follows the largest ratio seen, plus 10%), so
+    concurrent requests cannot jointly overshoot the budget.
+    """
+
+    def __init__(self, max_tokens: int | None, max_cost_usd: float | None) -> None:
+        self.max_tokens = max_tokens
+        self.max_cost_usd = max_cost_usd
+        self.tokens = 0
+        self.cost_usd = 0.0
+        self.reserved_tokens = 0
+        self.reserved_cost = 0.0
+        self.in_flight = 0
+        self._tokens_per_byte = 0.5
+        self._seen_ratio = 0.0
+
+    @property
+    def limited(self) -> bool:
+        return self.max_tokens is not None or self.max_cost_usd is not None
+
+    def estimate(self, messages: list[dict], max_out: int, model: str, prices: PriceTable) -> tuple[int, float]:
+        n_bytes = sum(len(str(m.get("content", "")).encode("utf-8")) + 16 for m in messages)
+        tokens_in = math.ceil(n_bytes * self._tokens_per_byte)
+        p = price_of(prices, model)
+        return tokens_in + max_out, (tokens_in * p.input_per_m + max_out * p.output_per_m) / 1_000_000
+
+    def fits(self, tokens: int, cost: float) -> bool:
+        if self.max_tokens is not None and self.tokens + self.reserved_tokens + tokens > self.max_tokens:
+            return False
+        if self.max_cost_usd is not None and self.cost_usd + self.reserved_cost + cost > self.max_cost_usd + 1e-12:
+            return False
+        return True
+
+    def reserve(self, tokens: int, cost: float) -> None:
+        self.reserved_tokens += tokens
+        self.reserved_cost += cost
+        self.in_flight += 1
+
+    def settle(self, reserved: tuple[int, float], resp: LLMResponse, messages: list[dict]) -> None:
+        self.reserved_tokens -= reserved[0]
+        self.reserved_cost -= reserved[1]
+        self.in_flight -= 1
+        self.tokens += resp.prompt_tokens + resp.completion_tokens
+        self.cost_usd += resp.cost_usd
+        n_bytes = sum(len(str(m.get("content", "")).encode("utf-8")) + 16 for m in messages)
+        if resp.prompt_tokens and n_bytes:
+            self._seen_ratio = max(self._seen_ratio, resp.prompt_tokens / n_bytes)
+            self._tokens_per_byte = self._seen_ratio * 1.1
+
+    def exhausted_reason(self) -> str:
+        parts = []
+        if self.max_tokens is not None:
+            parts.append(f"{self.tokens}/{self.max_tokens} tokens spent")
+        if self.max_cost_usd is not None:
+            parts.append(f"${self.cost_usd:.4f}/${self.max_cost_usd:.4f} spent")
+        return f"{BUDGET}: next request might not fit ({', '.join(parts)}); not sent"
+
+
+# --- journal --------------------------------------------------------------------------------------
+
+class ResponseJournal:
+    """Append-only JSON-lines file of answers not yet committed to the cache.
+
+    One ``write`` + ``flush`` per answer puts it in the OS page cache, which outlives a killed
+    process; a torn last line (killed mid-write) is skipped when read back.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self._fh = None
+
+    def append(self, resp: LLMResponse) -> None:
+        if self._fh is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._fh = open(self.path, "a", encoding="utf-8")
+        self._fh.write(json.dumps(asdict(resp), ensure_ascii=False) + "\n")
+        self._fh.flush()
+
+    def close(self) -> None:
+        if self._fh is not None:
+            self._fh.close()
+            self._fh = None
+
+    def discard(self) -> None:
+        self.close()
+        self.path.unlink(missing_ok=True)
+
+    @staticmethod
+    def read(path: Path) -> list[LLMResponse]:
+        out = []
+        for line in Path(path).read_text(encoding="utf-8", errors="replace").splitlines():
+            try:
+                out.append(LLMResponse(**json.loads(line)))
+            except (json.JSONDecodeError, TypeError):
+                continue
+        return [r for r in out if r.status == "ok"]
+
+
+# --- one request ----------------------------------------------------------------------------------
 
 def _response_format(params: SamplingParams) -> dict | None:
     if params.json_schema is None:
@@ -81,7 +300,9 @@ def _response_format(params: SamplingParams) -> dict | None:
     return {"type": "json_object", "schema": params.json_schema}
 
 
-async def _call(client: openai.AsyncOpenAI, model: str, params: SamplingParams, req: LLMRequest) -> LLMResponse:
+async def _call(client: openai.AsyncOpenAI, model: str, params: SamplingParams, req: LLMRequest,
+                guard: EndpointGuard, prices: PriceTable, secret: str | None) -> LLMResponse:
+    _current_key.set(req.key)  # this task's context: the HTTP client counts attempts per key
     started = time.perf_counter()
     kwargs: dict = {"model": model, "messages": req.messages, "temperature": params.temperature,
                     "max_tokens": params.max_tokens}
@@ -92,68 +313,356 @@ async def _call(client: openai.AsyncOpenAI, model: str, params: SamplingParams, 
     try:
         raw = await client.chat.completions.with_raw_response.create(**kwargs)
         completion = raw.parse()
-    except (openai.APIError, ValueError) as exc:
+        if not getattr(completion, "choices", None):
+            raise ValueError("response has no choices")
+    except (openai.APIError, ValueError, TypeError, AttributeError) as exc:
+        if not isinstance(exc, openai.APIError):  # a 200 with an unreadable body: the endpoint misbehaves
+            guard.failure(type(exc).__name__)
         return LLMResponse(req.key, model, "failed", latency_s=time.perf_counter() - started,
-                           error=f"{type(exc).__name__}: {str(exc)[:300]}")
+                           retries=max(0, guard.attempts[req.key] - 1), template_version=req.template_version,
+                           error=redact(f"{REQUEST}: {type(exc).__name__}: {str(exc)[:300]}", secret))
     usage = completion.usage
-    text = completion.choices[0].message.content if completion.choices else ""
-    return LLMResponse(req.key, model, "ok", text=text or "",
-                       prompt_tokens=usage.prompt_tokens if usage else 0,
-                       completion_tokens=usage.completion_tokens if usage else 0,
-                       latency_s=time.perf_counter() - started, retries=getattr(raw, "retries_taken", 0))
+    text = completion.choices[0].message.content or ""
+    tin = int(getattr(usage, "prompt_tokens", 0) or 0)
+    tout = int(getattr(usage, "completion_tokens", 0) or 0)
+    return LLMResponse(req.key, model, "ok", text=redact(text, secret), prompt_tokens=tin, completion_tokens=tout,
+                       latency_s=time.perf_counter() - started,
+                       retries=int(getattr(raw, "retries_taken", 0) or max(0, guard.attempts[req.key] - 1)),
+                       template_version=req.template_version, cost_usd=cost_usd(prices, model, tin, tout))
+
+
+# --- many requests --------------------------------------------------------------------------------
+
+@dataclass
+class _RunState:
+    """What one ``run_requests`` call shares with the caller's guard and budget."""
+
+    guard: EndpointGuard
+    budget: TokenBudget
+    inflight: set[asyncio.Task] = field(default_factory=set)
+    stop: asyncio.Event = field(default_factory=asyncio.Event)
 
 
 async def run_requests(client: openai.AsyncOpenAI, model: str, params: SamplingParams, requests: list[LLMRequest],
                        on_batch: Callable[[list[LLMResponse]], None], limits: GenerationLimits = GenerationLimits(),
-                       log: Callable[[str], None] = lambda _: None) -> GenerationReport:
-    """Send ``requests`` (none of them cached) and hand answers to ``on_batch`` as they arrive."""
+                       log: Callable[[str], None] = lambda _: None, prices: PriceTable | None = None,
+                       journal: ResponseJournal | None = None, guard: EndpointGuard | None = None,
+                       budget: TokenBudget | None = None) -> GenerationReport:
+    """Send ``requests`` (none of them cached) and hand answers to ``on_batch`` as they arrive.
+
+    Each answer goes to ``journal`` first (if given), then into a batch for ``on_batch``. If
+    ``on_batch`` raises, no new request is sent, the ones in flight are allowed to finish (and are
+    journaled, so they are not paid for again), and the error is re-raised at the end.
+    ``guard`` and ``budget`` may be shared by several calls (one run over several models).
+    """
+    prices = prices or {}
+    secret = _secret_of(client)
     report = GenerationReport()
-    queue: asyncio.Queue[LLMRequest] = asyncio.Queue()
-    for r in requests:
-        queue.put_nowait(r)
+    state = _RunState(guard or EndpointGuard(limits.max_consecutive_failures),
+                      budget or TokenBudget(limits.max_total_tokens, limits.max_total_cost_usd))
+    state.guard.on_open = lambda reason: (state.stop.set(), [t.cancel() for t in list(state.inflight)])
+    if state.guard.is_open:
+        report.stop_reason = state.guard.reason
+        report.not_sent = {r.key: state.guard.reason + "; not sent" for r in requests}
+        return report
+    http = _GuardedHttpClient(state.guard)
+    guarded = client.copy(http_client=http)
+    queue: list[LLMRequest] = list(reversed(requests))
     pending: list[LLMResponse] = []
-    consecutive_failures = 0
-    stop = asyncio.Event()
+    batch_error: list[BaseException] = []
+    budget_cond = asyncio.Condition()
 
     def flush() -> None:
-        if pending:
-            on_batch(list(pending))
-            pending.clear()
+        if pending and not batch_error:
+            try:
+                on_batch(list(pending))
+                pending.clear()
+            except Exception as exc:  # the journal keeps these answers; stop sending, finish in-flight
+                batch_error.append(exc)
+                report.stop_reason = f"{ABORTED}: committing answers failed: {type(exc).__name__}"
+                state.stop.set()
+
+    async def reserve(req: LLMRequest) -> tuple[int, float] | None:
+        est = state.budget.estimate(req.messages, params.max_tokens, model, prices)
+        async with budget_cond:
+            while not state.budget.fits(*est):
+                if state.budget.in_flight == 0 or state.stop.is_set():
+                    return None
+                await budget_cond.wait()
+            state.budget.reserve(*est)
+        return est
 
     async def worker() -> None:
-        nonlocal consecutive_failures
-        while not stop.is_set():
-            try:
-                req = queue.get_nowait()
-            except asyncio.QueueEmpty:
+        while queue and not state.stop.is_set():
+            req = queue.pop()
+            est = await reserve(req)
+            if est is None:
+                if not state.stop.is_set():
+                    report.stop_reason = state.budget.exhausted_reason()
+                    state.stop.set()
+                queue.append(req)
                 return
             report.requested += 1
-            resp = await _call(client, model, params, req)
+            task = asyncio.create_task(_call(guarded, model, params, req, state.guard, prices, secret))
+            state.inflight.add(task)
+            try:
+                await asyncio.wait({task})
+            finally:
+                state.inflight.discard(task)
+            if task.cancelled():
+                resp = LLMResponse(req.key, model, "failed", retries=max(0, state.guard.attempts[req.key] - 1),
+                                   template_version=req.template_version,
+                                   error=(state.guard.reason or CIRCUIT) + "; cancelled in flight")
+            else:
+                resp = task.result()
+            state.budget.settle(est, resp, req.messages)
+            async with budget_cond:
+                budget_cond.notify_all()
             report.responses.append(resp)
             if resp.status == "ok":
-                consecutive_failures = 0
                 report.answered += 1
                 report.tokens += resp.prompt_tokens + resp.completion_tokens
+                report.cost_usd += resp.cost_usd
+                if journal is not None:
+                    journal.append(resp)
                 pending.append(resp)
                 if len(pending) >= limits.batch_size:
                     flush()
             else:
-                consecutive_failures += 1
                 report.failed += 1
                 log(f"request {req.key[:8]} failed: {resp.error}")
-            if consecutive_failures >= limits.max_consecutive_failures:
-                report.stop_reason = f"circuit open after {consecutive_failures} consecutive failures"
-                stop.set()
-            elif limits.max_total_tokens is not None and report.tokens >= limits.max_total_tokens:
-                report.stop_reason = f"token budget of {limits.max_total_tokens} spent"
-                stop.set()
             done = report.answered + report.failed
             if done % 10 == 0:
-                log(f"{done}/{len(requests)} requests done ({report.failed} failed)")
+                log(f"{model}: {done}/{len(requests)} requests done ({report.failed} failed)")
 
     try:
         await asyncio.gather(*(worker() for _ in range(max(1, limits.concurrency))))
     finally:
         flush()
-    report.not_sent = queue.qsize()
+        await http.aclose()
+    if state.guard.is_open and not report.stop_reason:
+        report.stop_reason = state.guard.reason
+    reason = report.stop_reason or "stopped"
+    report.not_sent = {r.key: reason if reason.endswith("not sent") else reason + "; not sent" for r in queue}
+    if batch_error:
+        raise batch_error[0]
     return report
+
+
+# --- the response cache in DuckDB -----------------------------------------------------------------
+
+CACHE_TABLE = "llm_response_cache"
+CACHE_DDL = f"""CREATE TABLE IF NOT EXISTS {CACHE_TABLE} (
+    request_key VARCHAR PRIMARY KEY, model VARCHAR, template_version VARCHAR, response VARCHAR,
+    prompt_tokens BIGINT, completion_tokens BIGINT, latency_s DOUBLE, retries INTEGER,
+    created_at TIMESTAMPTZ DEFAULT current_timestamp)"""
+
+
+class ResponseCache:
+    """``llm_response_cache`` in the DuckDB store: request key → answer, tokens, latency, retries.
+
+    Only answered requests are stored (a failure must be retried next run); an answer the parser
+    cannot read is still stored, since it was paid for and re-asking would pay again.
+    """
+
+    def __init__(self, db_path: str | Path) -> None:
+        self.db_path = Path(db_path)
+
+    def put(self, batch: list[LLMResponse]) -> None:
+        """Commit answered responses in one transaction (a registered frame: row-by-row inserts are slow)."""
+        import polars as pl
+
+        from skill_assets.lib.store import connect
+
+        ok = list({r.key: r for r in batch if r.status == "ok"}.values())
+        if not ok:
+            return
+        df = pl.DataFrame({
+            "request_key": [r.key for r in ok], "model": [r.model for r in ok],
+            "template_version": [r.template_version for r in ok], "response": [r.text for r in ok],
+            "prompt_tokens": [r.prompt_tokens for r in ok], "completion_tokens": [r.completion_tokens for r in ok],
+            "latency_s": [float(r.latency_s) for r in ok], "retries": [r.retries for r in ok]},
+            schema={"request_key": pl.Utf8, "model": pl.Utf8, "template_version": pl.Utf8, "response": pl.Utf8,
+                    "prompt_tokens": pl.Int64, "completion_tokens": pl.Int64, "latency_s": pl.Float64,
+                    "retries": pl.Int32})
+        cols = ", ".join(df.columns)
+        with connect(self.db_path) as con:
+            con.execute(CACHE_DDL)
+            con.register("_answers", df.to_arrow())
+            con.execute("BEGIN")
+            con.execute(f"INSERT OR REPLACE INTO {CACHE_TABLE} ({cols}) SELECT {cols} FROM _answers")
+            con.execute("COMMIT")
+            con.unregister("_answers")
+
+    def lookup(self, keys: Iterable[str]) -> dict[str, LLMResponse]:
+        from skill_assets.lib.store import connect
+
+        keys = list(dict.fromkeys(keys))
+        if not keys:
+            return {}
+        with connect(self.db_path) as con:
+            con.execute(CACHE_DDL)
+            got = con.execute(
+                f"SELECT request_key, model, template_version, response, prompt_tokens, completion_tokens, "
+                f"latency_s, retries FROM {CACHE_TABLE} WHERE request_key IN (SELECT unnest(?))", [keys]).fetchall()
+        return {k: LLMResponse(k, m, "ok", text=t or "", prompt_tokens=int(pi or 0), completion_tokens=int(po or 0),
+                               latency_s=float(lat or 0.0), retries=int(rt or 0), template_version=tv or "")
+                for k, m, tv, t, pi, po, lat, rt in got}
+
+    def recover(self, journal_dir: Path, own: Path | None = None) -> int:
+        """Commit answers left in journals by killed runs; delete ``own`` once committed."""
+        journal_dir = Path(journal_dir)
+        files = sorted(journal_dir.glob("*.jsonl")) if journal_dir.is_dir() else []
+        answers = [r for f in files for r in ResponseJournal.read(f)]
+        if answers:
+            self.put(answers)
+        if own is not None:
+            Path(own).unlink(missing_ok=True)
+        return len(answers)
+
+
+# --- a whole generation run -----------------------------------------------------------------------
+
+@dataclass
+class GenerationItem:
+    """One record to produce: its id, the model to ask, the prompt and columns copied to the row."""
+
+    record_id: str
+    model: str
+    messages: list[dict]
+    template_version: str
+    fields: dict = field(default_factory=dict)
+
+
+@dataclass
+class GenerationOutcome:
+    rows: list[dict]
+    requests_sent: int
+    stop_reasons: list[str]
+    elapsed_s: float
+    recovered_from_journal: int
+    unpriced_models: list[str]
+    fresh_responses: list[LLMResponse]
+
+
+def generate(items: list[GenerationItem], client: openai.AsyncOpenAI, params: SamplingParams,
+             cache: ResponseCache, limits: GenerationLimits = GenerationLimits(), prices: PriceTable | None = None,
+             journal_path: Path | None = None, log: Callable[[str], None] = lambda _: None) -> GenerationOutcome:
+    """One row per item: WRITE, SKIP or INVALID from an answer (cached or new), else FAILED with a reason.
+
+    Identical prompts (same request key) are sent once. Journals left by a killed run in
+    ``journal_path``'s folder are committed to the cache before anything is looked up.
+    """
+    started = time.perf_counter()
+    prices = prices or {}
+    secret = _secret_of(client)
+    safe_log = (lambda msg: log(redact(msg, secret)))
+    recovered = cache.recover(journal_path.parent, own=journal_path) if journal_path is not None else 0
+    if recovered:
+        safe_log(f"committed {recovered} answers left in journals by an interrupted run")
+    keys = [request_key(it.template_version, it.model, params, it.messages) for it in items]
+    cached = cache.lookup(keys)
+    to_send: dict[str, dict[str, LLMRequest]] = defaultdict(dict)
+    for it, key in zip(items, keys):
+        if key not in cached:
+            to_send[it.model].setdefault(key, LLMRequest(key, it.messages, it.template_version))
+    n_send = sum(len(v) for v in to_send.values())
+    safe_log(f"{len(items)} records, {len(set(keys))} distinct prompts: {len(set(keys)) - n_send} cached, "
+             f"{n_send} to send")
+    journal = ResponseJournal(journal_path) if journal_path is not None else None
+    failures: dict[str, LLMResponse] = {}
+    not_sent: dict[str, str] = {}
+    stop_reasons: list[str] = []
+    fresh: list[LLMResponse] = []
+    sent = [0]
+
+    async def send_all() -> None:
+        guard = EndpointGuard(limits.max_consecutive_failures)
+        budget = TokenBudget(limits.max_total_tokens, limits.max_total_cost_usd)
+        for model, reqs in to_send.items():
+            report = await run_requests(client, model, params, list(reqs.values()), cache.put, limits, safe_log,
+                                        prices, journal, guard, budget)
+            sent[0] += report.requested
+            fresh.extend(r for r in report.responses if r.status == "ok")
+            failures.update({r.key: r for r in report.responses if r.status == "failed"})
+            not_sent.update(report.not_sent)
+            if report.stop_reason:
+                stop_reasons.append(f"{model}: {report.stop_reason}")
+
+    try:
+        if n_send:
+            asyncio.run(send_all())
+    finally:
+        if journal is not None:
+            journal.close()  # on an error the file stays: the next run commits what it holds
+    if journal is not None:
+        journal.discard()  # every answer in it is committed (run_requests raised otherwise)
+    answers = {**cached, **cache.lookup(r.key for r in fresh)}
+    for r in fresh:  # the cache has no cost column: cost and attempt counts come from this run
+        if r.key in answers:
+            answers[r.key] = r
+    rows = []
+    for it, key in zip(items, keys):
+        row = {"record_id": it.record_id, **it.fields, "model": it.model, "template_version": it.template_version,
+               "request_key": key, "cached": key in cached}
+        hit = answers.get(key)
+        if hit is None:
+            failed = failures.get(key)
+            rows.append({**row, "decision": "FAILED", "cached": False, "query": None, "rationale": None,
+                         "error": failed.error if failed else not_sent.get(key, f"{ABORTED}: no answer"),
+                         "raw_response": None, "prompt_tokens": 0, "completion_tokens": 0,
+                         "latency_s": failed.latency_s if failed else 0.0, "retries": failed.retries if failed else 0,
+                         "cost_usd": 0.0})
+            continue
+        parsed = parse_generator_output(hit.text)
+        rows.append({**row, "decision": parsed.decision, "query": parsed.query, "rationale": parsed.reason,
+                     "error": parsed.parse_error, "raw_response": hit.text, "prompt_tokens": hit.prompt_tokens,
+                     "completion_tokens": hit.completion_tokens, "latency_s": hit.latency_s, "retries": hit.retries,
+                     "cost_usd": cost_usd(prices, it.model, hit.prompt_tokens, hit.completion_tokens)})
+    return GenerationOutcome(rows, sent[0], stop_reasons, time.perf_counter() - started, recovered,
+                             unpriced(prices, {it.model for it in items}), fresh)
+
+
+# --- accounting -----------------------------------------------------------------------------------
+
+def _pct(values: list[float], q: float) -> float:
+    if not values:
+        return 0.0
+    values = sorted(values)
+    return round(values[min(len(values) - 1, int(q * len(values)))], 4)
+
+
+def summarize(outcome: GenerationOutcome) -> dict[str, float | int | str]:
+    """Totals of a run and WRITE/SKIP/INVALID/FAILED rates by direction and k, as flat metadata."""
+    rows = outcome.rows
+    decisions = Counter(r["decision"] for r in rows)
+    groups: dict[tuple[str, int], Counter] = defaultdict(Counter)
+    for r in rows:
+        groups[(str(r.get("direction")), int(r.get("k") or 0))][r["decision"]] += 1
+    out: dict[str, float | int | str] = {
+        "records": len(rows),
+        "requests_sent": outcome.requests_sent,
+        "answered_from_cache": sum(bool(r["cached"]) for r in rows),
+        "recovered_from_journal": outcome.recovered_from_journal,
+        "tokens_in_run": sum(r.prompt_tokens for r in outcome.fresh_responses),
+        "tokens_out_run": sum(r.completion_tokens for r in outcome.fresh_responses),
+        "cost_usd_run": round(sum(r.cost_usd for r in outcome.fresh_responses), 6),
+        "tokens_in_records": sum(int(r["prompt_tokens"] or 0) for r in rows),
+        "tokens_out_records": sum(int(r["completion_tokens"] or 0) for r in rows),
+        "cost_usd_records": round(sum(float(r["cost_usd"] or 0.0) for r in rows), 6),
+        "retries_run": sum(r.retries for r in outcome.fresh_responses),
+        "latency_p50_s": _pct([r.latency_s for r in outcome.fresh_responses], 0.5),
+        "latency_p95_s": _pct([r.latency_s for r in outcome.fresh_responses], 0.95),
+        "records_per_s": round(len(rows) / outcome.elapsed_s, 2) if outcome.elapsed_s > 0 else 0.0,
+        "stop_reason": " | ".join(outcome.stop_reasons) or "none",
+        "unpriced_models": ", ".join(outcome.unpriced_models) or "none",
+    }
+    out.update({f"decisions/{d}": decisions.get(d, 0) for d in DECISIONS})
+    failed = Counter(str(r["error"]).split(":", 1)[0] for r in rows if r["decision"] == "FAILED")
+    out.update({f"failed/{reason}": n for reason, n in sorted(failed.items())})
+    for (direction, k), c in sorted(groups.items()):
+        total = sum(c.values())
+        out.update({f"rate/{direction}/k{k}/{d}": round(c.get(d, 0) / total, 3) for d in DECISIONS})
+    if outcome.fresh_responses:
+        out["latency_mean_s"] = round(statistics.fmean(r.latency_s for r in outcome.fresh_responses), 4)
+    return out

@@ -90,6 +90,8 @@ TABLES: dict[str, Table] = {t.name: t for t in [
        ("model", S, "generator model"), ("template_version", S, "prompt template hash"),
        ("request_key", S, "response-cache key"), ("raw_response", S, "the model's text"),
        ("prompt_tokens", I, "tokens in"), ("completion_tokens", I, "tokens out"), ("latency_s", F, "request latency"),
+       ("retries", I, "HTTP retries the request took (429, 5xx, timeouts, dropped connections)"),
+       ("cost_usd", F, "estimated cost from the run config's price table (0 for unpriced/local models)"),
        ("cached", B, "answer came from the response cache (no request this run)")),
     _t("query_audit", "Audit flags of each WRITE query.",
        ("record_id", S, "record"), ("direction", S, "direction"), ("k", I, "set size"),

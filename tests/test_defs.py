@@ -9,6 +9,7 @@ from pathlib import Path
 from skill_assets.definitions import defs
 
 SNAPSHOT = Path(__file__).parent / "snapshots" / "defs.json"
+FILE_ASSETS = {"benchmark_release"}  # assets that are folders of files, not tables
 
 
 def graph_spec() -> dict:
@@ -48,7 +49,7 @@ def test_every_table_asset_is_documented():
 
     doc = (Path(__file__).parent.parent / "docs" / "ARCHITECTURE.md").read_text()
     graph_keys = {k.to_user_string() for k in defs.resolve_asset_graph().get_all_asset_keys()}
-    assert set(TABLES) == graph_keys
+    assert set(TABLES) == graph_keys - FILE_ASSETS
     for table in TABLES.values():
         assert f"### `{table.name}`" in doc
         for column in table.columns:

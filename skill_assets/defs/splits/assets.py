@@ -4,6 +4,7 @@ import dagster as dg
 
 from skill_assets.defs.metadata import table_metadata
 from skill_assets.defs.resources import DUCKDB_WRITER_TAG, DuckDBStore
+from skill_assets.lib.release import export_release
 from skill_assets.lib.splits import AUDIT_FLAGS, build_benchmark_queries
 from skill_assets.lib.tables import frame
 
@@ -29,3 +30,23 @@ def benchmark_queries(config: SplitSettings, store: DuckDBStore):
     counts = df.group_by("split").len().to_dicts()
     return dg.MaterializeResult(metadata=table_metadata(
         "benchmark_queries", df, **{f"split/{c['split']}": c["len"] for c in counts}))
+
+
+@dg.asset(group_name="splits", kinds={"parquet"}, op_tags=DUCKDB_WRITER_TAG,
+          deps=["benchmark_queries", "skill_pools", "skip_taxonomy", "query_audit", "skills"])
+def benchmark_release(store: DuckDBStore):
+    """A versioned release folder: Parquet, TREC qrels, R3-layout JSONL and a dataset card."""
+    skills = store.query("""SELECT s.skill_id, s.name, s.description, s.body, s.language, s.source, r.repo, r."commit",
+                                   r.license, p.pool, p.sub_cluster, p.super_domain
+                            FROM skills s JOIN skill_pools p USING (skill_id) JOIN raw_skills r USING (skill_id)
+                            ORDER BY s.skill_id""")
+    queries = store.query("SELECT * FROM benchmark_queries ORDER BY query_id")
+    skips = store.query("""SELECT r.record_id, r.pool, r.direction, r.k, r.skill_ids, r.rationale, r.model,
+                                  t.label, t.rule_id, t.matched_span, t.ruleset_version
+                           FROM llm_records r JOIN skip_taxonomy t USING (record_id) ORDER BY r.record_id""")
+    audit = store.read("query_audit")
+    root = export_release(store.artifacts_dir / "releases", skills, queries, skips, audit)
+    return dg.MaterializeResult(metadata={
+        "path": dg.MetadataValue.path(str(root)), "version": root.name,
+        "card": dg.MetadataValue.md((root / "README.md").read_text()),
+        **{f"queries/{s}": int((queries["split"] == s).sum()) for s in ("train", "dev", "test", "excluded")}})

@@ -181,7 +181,9 @@ class EmbeddingStore:
 
     def lookup(self, hashes: list[str]) -> tuple[np.ndarray | None, np.ndarray]:
         """(rows for the hashes found, or None; boolean mask of which hashes were found)."""
-        wanted = {h: i for i, h in enumerate(hashes)}
+        wanted: dict[str, list[int]] = {}
+        for i, h in enumerate(hashes):
+            wanted.setdefault(h, []).append(i)
         found = np.zeros(len(hashes), dtype=bool)
         out: np.ndarray | None = None
         if not self.directory.is_dir():
@@ -193,11 +195,11 @@ class EmbeddingStore:
                 continue
             take_src, take_dst = [], []
             for j, h in enumerate(shard_hashes):
-                i = wanted.get(h)
-                if i is not None and not found[i]:
-                    take_src.append(j)
-                    take_dst.append(i)
-                    found[i] = True
+                for i in wanted.get(h, ()):
+                    if not found[i]:  # identical documents under several ids all take this row
+                        take_src.append(j)
+                        take_dst.append(i)
+                        found[i] = True
             if not take_src:
                 continue
             arr = np.load(ids_file.with_name(ids_file.name[: -len(".ids.json")] + ".npy"), mmap_mode="r")
@@ -223,8 +225,8 @@ class EmbeddingStore:
 @dataclass(frozen=True)
 class IndexStats:
     skills: int
-    cached: int
-    encoded: int
+    cached: int    # skills whose embedding came from the cache
+    encoded: int   # distinct documents encoded now (identical documents are encoded once)
     seconds: float
 
 
@@ -374,6 +376,7 @@ class Router:
         cache = EmbeddingStore(self.cache_dir / self.fingerprint)
         matrix, found = cache.lookup(hashes)
         miss = np.flatnonzero(~found).tolist()
+        self._last_encoded = 0
         if miss:
             # identical documents under different ids are encoded once
             uniq: dict[str, int] = {}
@@ -398,6 +401,7 @@ class Router:
             if pending_h:
                 cache.add(pending_h, np.concatenate(pending_e))
             self.encode_calls += len(todo)
+            self._last_encoded = len(todo)
             row_of = {hashes[i]: i for i in todo}
             for i in miss:
                 matrix[i] = matrix[row_of[hashes[i]]]
@@ -405,7 +409,7 @@ class Router:
         norms = np.linalg.norm(matrix, axis=1, keepdims=True)
         self._matrix = np.ascontiguousarray(matrix / np.clip(norms, 1e-12, None), dtype=np.float32)
         self.skills, self._ids, self._rr_text = list(skills), ids, None
-        return IndexStats(len(skills), len(skills) - len(miss), len(miss), time.perf_counter() - t0)
+        return IndexStats(len(skills), len(skills) - len(miss), self._last_encoded, time.perf_counter() - t0)
 
     @property
     def skill_by_id(self) -> dict[str, Skill]:

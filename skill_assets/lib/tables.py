@@ -123,9 +123,14 @@ TABLES: dict[str, Table] = {t.name: t for t in [
     _t("benchmark_metrics", "Metric values per system, overall and by direction and k.",
        ("system", S, "system"), ("split", S, "split"), ("slice", S, "all | direction=… | k=…"),
        ("metric", S, "hit@1, mrr@10, ndcg@K, recall@K, fc@K, comp@K, set_compat"), ("value", F, "mean"),
-       ("n_queries", I, "queries in the slice")),
+       ("n_queries", I, "queries in the slice"),
+       ("delta_vs_base", F, "mean paired difference to embedder:base on the same queries"),
+       ("p_value_vs_base", F, "two-sided paired-bootstrap p-value of that difference"),
+       ("data_version", S, "benchmark version (date + hash of the query ids and splits)"),
+       ("code_version", S, "skill-assets version + git commit")),
     _t("benchmark_report", "The rendered report (one row) and where its files are.",
        ("markdown", S, "report Markdown"), ("report_path", S, "Markdown file"), ("plot_path", S, "PNG plot"),
+       ("html_path", S, "standalone HTML report"), ("mteb_path", S, "MTEB-shaped results JSON"),
        ("created_at", T, "time")),
 ]}
 

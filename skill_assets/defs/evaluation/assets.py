@@ -1,7 +1,9 @@
 """Evaluation stage: every system ranks the skills for the test queries; metrics and a report follow."""
 
 import base64
+import json
 from datetime import datetime, timezone
+from pathlib import Path
 
 import dagster as dg
 import numpy as np
@@ -10,7 +12,11 @@ import polars as pl
 from skill_assets.defs.metadata import table_metadata
 from skill_assets.defs.resources import DUCKDB_WRITER_TAG, DuckDBStore, ModelSettings
 from skill_assets.lib.metrics import mean_metrics, per_query_metrics
-from skill_assets.lib.report import metric_plot, metrics_table, to_markdown
+from skill_assets.lib.provenance import code_version
+from skill_assets.lib.release import release_version
+from skill_assets.lib.report import (ablation_table, html_document, metric_plot, metrics_table, mteb_results,
+                                     recall_curve_plot, taxonomy_plot, to_markdown)
+from skill_assets.lib.significance import paired_bootstrap
 from skill_assets.lib.retrieval import bm25_rank, dense_rank, rerank
 from skill_assets.lib.skill_text import ENCODER_CAPS, RERANKER_CAPS, skill_document
 from skill_assets.lib.tables import frame
@@ -67,68 +73,103 @@ def retrieval_runs(context: dg.AssetExecutionContext, config: RetrievalSettings,
             for r, (sid, score) in enumerate(ranking)]
     df = frame("retrieval_runs", rows)
     store.write("retrieval_runs", df)
+    run_dir = write_trec_runs(df, store.artifacts_dir / "reports" / "runs")
     return dg.MaterializeResult(metadata=table_metadata("retrieval_runs", df, systems=", ".join(runs),
-                                                        queries=len(queries)))
+                                                        queries=len(queries),
+                                                        trec_runs=dg.MetadataValue.path(str(run_dir))))
+
+
+def write_trec_runs(runs: pl.DataFrame, out_dir: Path) -> Path:
+    """One TREC run file per system (``qid Q0 docid rank score system``) for trec_eval / ranx."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for (system,), part in runs.group_by(["system"]):
+        lines = [f"{q} Q0 {d} {r} {s:.6f} {system}" for q, d, r, s in
+                 part.sort("query_id", "rank").select("query_id", "skill_id", "rank", "score").iter_rows()]
+        (out_dir / f"{system.replace(':', '_')}.trec").write_text("\n".join(lines) + "\n")
+    return out_dir
 
 
 @dg.asset(group_name=GROUP, kinds={"duckdb"}, deps=["retrieval_runs", "benchmark_queries"], op_tags=DUCKDB_WRITER_TAG)
 def benchmark_metrics(store: DuckDBStore):
-    """Hit@1, MRR@10, NDCG@K, Recall@K, fc@K, comp@K and Set-Compat per system, overall and by direction and k."""
+    """Every metric per system, overall and by direction and k, with paired significance against the base embedder."""
     runs = store.query("SELECT system, split, query_id, list(skill_id ORDER BY rank) AS ranking FROM retrieval_runs "
-                       "GROUP BY ALL").to_dicts()
-    queries = {q["query_id"]: q for q in store.read("benchmark_queries").to_dicts()}
-    rows = []
+                       "GROUP BY ALL ORDER BY system, split, query_id").to_dicts()
+    queries_df = store.read("benchmark_queries")
+    queries = {q["query_id"]: q for q in queries_df.to_dicts()}
+    data_version, code = release_version(queries_df), code_version()
     by_system: dict[tuple, list[dict]] = {}
     for r in runs:
         by_system.setdefault((r["system"], r["split"]), []).append(r)
+    per_query = {key: per_query_metrics([i["ranking"] for i in items],
+                                        [set(queries[i["query_id"]]["skill_ids"]) for i in items])
+                 for key, items in by_system.items()}
+    rows = []
     for (system, split), items in sorted(by_system.items()):
-        per_query = per_query_metrics([i["ranking"] for i in items], [set(queries[i["query_id"]]["skill_ids"]) for i in items])
+        base = per_query.get(("embedder:base", split))
         slices = {"all": np.ones(len(items), dtype=bool)}
         for field in ("direction", "k"):
             for value in sorted({queries[i["query_id"]][field] for i in items}):
                 slices[f"{field}={value}"] = np.array([queries[i["query_id"]][field] == value for i in items])
         for name, mask in slices.items():
-            means = mean_metrics({m: v[mask] for m, v in per_query.items()})
-            rows += [{"system": system, "split": split, "slice": name, "metric": m, "value": v,
-                      "n_queries": int(mask.sum())} for m, v in means.items()]
+            values = {m: v[mask] for m, v in per_query[(system, split)].items()}
+            for metric, mean in mean_metrics(values).items():
+                delta, p = (paired_bootstrap(values[metric], base[metric][mask])
+                            if base is not None and system != "embedder:base" else (None, None))
+                rows.append({"system": system, "split": split, "slice": name, "metric": metric, "value": mean,
+                             "n_queries": int(mask.sum()), "delta_vs_base": delta, "p_value_vs_base": p,
+                             "data_version": data_version, "code_version": code})
     df = frame("benchmark_metrics", rows)
     store.write("benchmark_metrics", df)
-    return dg.MaterializeResult(metadata=table_metadata("benchmark_metrics", df))
+    return dg.MaterializeResult(metadata=table_metadata("benchmark_metrics", df, data_version=data_version,
+                                                        code_version=code))
 
 
 @dg.asset(group_name=GROUP, kinds={"duckdb"}, deps=["benchmark_metrics", "skip_taxonomy", "llm_records"],
           op_tags=DUCKDB_WRITER_TAG)
 def benchmark_report(store: DuckDBStore):
-    """The benchmark report in Markdown with a metric plot, shown in the UI and written beside the store."""
+    """The benchmark report: Markdown in the UI, a standalone HTML file, PNG plots and MTEB-shaped JSON."""
     metrics = store.read("benchmark_metrics")
-    overall = metrics_table(metrics)
-    png = metric_plot(overall)
+    overall = metrics_table(metrics, with_significance=True)
+    taxonomy = store.query("SELECT label, count(*) AS n FROM skip_taxonomy WHERE k >= 2 GROUP BY 1 ORDER BY n DESC")
+    plots = {"metrics_by_system.png": metric_plot(overall), "recall_at_k.png": recall_curve_plot(metrics),
+             "taxonomy_shares.png": taxonomy_plot(taxonomy)}
     reports = store.artifacts_dir / "reports"
     reports.mkdir(parents=True, exist_ok=True)
-    plot_path = reports / "metrics_by_system.png"
-    plot_path.write_bytes(png)
+    for name, png in plots.items():
+        (reports / name).write_bytes(png)
     decisions = store.query("SELECT direction, k, decision, count(*) AS n FROM llm_records GROUP BY ALL ORDER BY ALL")
-    taxonomy = store.query("SELECT label, count(*) AS n FROM skip_taxonomy WHERE k >= 2 GROUP BY 1 ORDER BY n DESC")
     splits = store.query("SELECT split, count(*) AS n FROM benchmark_queries GROUP BY 1 ORDER BY 1")
-    by_direction = [f"### {s}\n\n{to_markdown(metrics_table(metrics, s))}"
-                    for s in sorted(metrics["slice"].unique().to_list()) if s != "all"]
-    body = "\n\n".join([
-        "# skill-assets benchmark report",
-        f"Generated {datetime.now(timezone.utc):%Y-%m-%d %H:%M UTC}. Metrics in %, over the whole skill library; "
-        "`fc@K` is SkillRouter's full coverage, `comp@K` R3-Skill's released definition, "
-        "`set_compat` counts multi-skill queries only.",
-        "## Overall", to_markdown(overall),
-        "![metrics by system](metrics_by_system.png)",
-        "## Breakdowns", *by_direction,
-        "## Benchmark queries", splits.to_pandas().to_markdown(index=False),
-        "## Generator decisions", decisions.to_pandas().to_markdown(index=False),
-        "## Rejection taxonomy (k ≥ 2 SKIPs)", taxonomy.to_pandas().to_markdown(index=False) if taxonomy.height else "_none_",
-    ])
-    report_path = reports / "benchmark_report.md"
+    versions = metrics.select("data_version", "code_version").unique().head(1).to_dicts()
+    stamp = versions[0] if versions else {"data_version": "–", "code_version": "–"}
+    breakdowns = "\n\n".join(f"### {s}\n\n{to_markdown(metrics_table(metrics, s))}"
+                              for s in sorted(metrics["slice"].unique().to_list()) if s != "all")
+    sections = [
+        ("", f"Generated {datetime.now(timezone.utc):%Y-%m-%d %H:%M UTC} · data {stamp['data_version']} · "
+             f"code {stamp['code_version']}. Metrics in % over the whole skill library; `fc@K` is SkillRouter's full "
+             "coverage, `comp@K` R3-Skill's released definition (|S* ∩ top-K| / min(m, K)), `set_compat` counts "
+             "multi-skill queries only; p(·) is a paired-bootstrap p-value against embedder:base."),
+        ("Overall", to_markdown(overall)),
+        ("SKIP ablations (R3 Table 7 ids)", to_markdown(ablation_table(metrics))),
+        ("Breakdowns by direction and k", breakdowns),
+        ("Benchmark queries", to_markdown(splits, percent=False)),
+        ("Generator decisions", to_markdown(decisions, percent=False)),
+        ("Rejection taxonomy (k ≥ 2 SKIPs)", to_markdown(taxonomy, percent=False)),
+    ]
+    body = "# skill-assets benchmark report\n\n" + "\n\n".join(
+        (f"## {h}\n\n{t}" if h else t) for h, t in sections) + "\n\n" + "\n".join(
+        f"![{name}]({name})" for name in plots)
+    report_path, html_path, mteb_path = reports / "benchmark_report.md", reports / "benchmark_report.html", \
+        reports / "mteb_results.json"
     report_path.write_text(body)
-    store.write("benchmark_report", [{"markdown": body, "report_path": str(report_path), "plot_path": str(plot_path),
-                                      "created_at": datetime.now(timezone.utc)}])
-    inline = body.replace("(metrics_by_system.png)", f"(data:image/png;base64,{base64.b64encode(png).decode()})")
+    html_path.write_text(html_document("skill-assets benchmark report", sections, plots))
+    mteb_path.write_text(json.dumps(mteb_results(metrics, stamp["data_version"], stamp["code_version"]), indent=2))
+    store.write("benchmark_report", [{"markdown": body, "report_path": str(report_path),
+                                      "plot_path": str(reports / "metrics_by_system.png"), "html_path": str(html_path),
+                                      "mteb_path": str(mteb_path), "created_at": datetime.now(timezone.utc)}])
+    inline = body
+    for name, png in plots.items():
+        inline = inline.replace(f"({name})", f"(data:image/png;base64,{base64.b64encode(png).decode()})")
     return dg.MaterializeResult(metadata={"report": dg.MetadataValue.md(inline),
+                                          "html": dg.MetadataValue.path(str(html_path)),
                                           "report_path": dg.MetadataValue.path(str(report_path)),
-                                          "plot_path": dg.MetadataValue.path(str(plot_path))})
+                                          "mteb_results": dg.MetadataValue.path(str(mteb_path))})

@@ -1,0 +1,42 @@
+"""The report renders every table, plot and MTEB JSON from a real benchmark_metrics-shaped frame."""
+import numpy as np
+import polars as pl
+
+from skill_assets.lib.metrics import mean_metrics, per_query_metrics
+from skill_assets.lib.report import ablation_table, html_document, metric_plot, metrics_table, mteb_results, \
+    recall_curve_plot, taxonomy_plot, to_markdown
+
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def _metrics() -> pl.DataFrame:
+    rng = np.random.default_rng(0)
+    docs = [f"d{i}" for i in range(60)]
+    relevant = [set(rng.choice(docs, size=rng.integers(1, 4), replace=False)) for _ in range(20)]
+    rows = []
+    for system in ("bm25", "embedder:base", "embedder:r3", "reranker:r3", "reranker:r3-noskip"):
+        rankings = [list(rng.permutation(docs)) for _ in relevant]
+        for slice_name, mask in (("all", slice(None)), ("k=1", slice(0, 10))):
+            means = mean_metrics({m: v[mask] for m, v in per_query_metrics(rankings, relevant).items()})
+            rows += [{"system": system, "split": "test", "slice": slice_name, "metric": m, "value": v, "n_queries": 20,
+                      "delta_vs_base": 0.01, "p_value_vs_base": 0.5, "data_version": "d1", "code_version": "c1"}
+                     for m, v in means.items()]
+    return pl.DataFrame(rows)
+
+
+def test_tables_plots_html_and_mteb():
+    metrics = _metrics()
+    overall = metrics_table(metrics, with_significance=True)
+    assert overall.height == 5 and {"hit@1", "ndcg@10", "p(hit@1)"} <= set(overall.columns)
+    md = to_markdown(overall)
+    assert md.count("\n") == 6 and "embedder:r3" in md
+    ablations = ablation_table(metrics)
+    assert ablations["id"].to_list() == ["A", "C", "E"]
+    for png in (metric_plot(overall), recall_curve_plot(metrics),
+                taxonomy_plot(pl.DataFrame({"label": ["domain_mismatch"], "n": [3]}))):
+        assert png[:8] == PNG
+    page = html_document("report", [("Overall", md)], {"plot": metric_plot(overall)})
+    assert page.count("<tr>") == 6 and "data:image/png;base64," in page and "<h2>Overall</h2>" in page
+    mteb = mteb_results(metrics, "d1", "c1")
+    entry = mteb["embedder:r3"]["scores"]["test"][0]
+    assert mteb["bm25"]["dataset_revision"] == "d1" and entry["main_score"] == entry["ndcg_at_10"]

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import yaml
 
+from skill_assets.route_cli import add_route_parser, run_route
+
 DEFAULT_PARTITION = "r3"
 
 
@@ -130,9 +132,12 @@ def main(argv: list[str] | None = None) -> int:
     m.add_argument("--partition", action="append", help="partition key for partitioned assets (repeatable)")
     s = sub.add_parser("sql", help="run a SQL file against the store (read-only) and print the result")
     s.add_argument("file")
+    add_route_parser(sub)
     args = parser.parse_args(argv)
     if args.command == "materialize":
         return materialize(args.select, args.config, args.partition)
+    if args.command == "route":
+        return run_route(args)
     return run_sql(args.file)
 
 

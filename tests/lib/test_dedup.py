@@ -8,7 +8,7 @@ from skill_assets.lib.hashing import content_hash, digest, normalise_name
 from skill_assets.lib.minhash import (
     MinHasher,
     jaccard,
-    jaccard_sorted,
+    jaccard_hashes,
     lsh_candidate_pairs,
     shingle_hashes_batch,
     word_tokens,
@@ -229,10 +229,10 @@ def test_jaccard():
     assert jaccard({"a"}, set()) == 0.0
     assert jaccard({"a", "b", "c"}, {"b", "c", "d"}) == pytest.approx(0.5)
     u = lambda *v: np.array(v, dtype=np.uint64)
-    assert jaccard_sorted(u(1, 2, 3), u(2, 3, 4)) == pytest.approx(0.5)
-    assert jaccard_sorted(u(3, 1, 1, 2), u(2, 3, 1)) == 1.0  # order and repeats ignored
-    assert jaccard_sorted(u(), u()) == 1.0
-    assert jaccard_sorted(u(1), u()) == 0.0
+    assert jaccard_hashes(u(1, 2, 3), u(2, 3, 4)) == pytest.approx(0.5)
+    assert jaccard_hashes(u(3, 1, 1, 2), u(2, 3, 1)) == 1.0  # order and repeats ignored
+    assert jaccard_hashes(u(), u()) == 1.0
+    assert jaccard_hashes(u(1), u()) == 0.0
 
 
 def test_shingle_hashes_batch_counts_and_offsets():
@@ -257,7 +257,7 @@ def test_shingle_sets_give_exact_jaccard():
     a = " ".join(f"w{i}" for i in range(12))
     b = a.replace("w6", "zz")
     sh, off = shingle_hashes_batch([a, b], size=3)
-    assert jaccard_sorted(sh[off[0]:off[1]], sh[off[1]:off[2]]) == pytest.approx(7 / 13)
+    assert jaccard_hashes(sh[off[0]:off[1]], sh[off[1]:off[2]]) == pytest.approx(7 / 13)
 
 
 def test_minhash_signatures_estimate_jaccard():
@@ -265,7 +265,7 @@ def test_minhash_signatures_estimate_jaccard():
     a = " ".join(base)
     b = " ".join(base[: len(base) * 3 // 4] + _prose(12, 100).split())
     sh, off = shingle_hashes_batch([a, b, ""], size=5)
-    true = jaccard_sorted(sh[off[0]:off[1]], sh[off[1]:off[2]])
+    true = jaccard_hashes(sh[off[0]:off[1]], sh[off[1]:off[2]])
     assert 0.4 < true < 0.8
     sigs = MinHasher(num_perm=256, seed=3).signatures(sh, off)
     assert sigs.shape == (3, 256) and sigs.dtype == np.uint32
@@ -311,9 +311,23 @@ def test_near_duplicate_similarity_is_a_measured_jaccard():
         far[i] = f"y{i}"
     texts = [" ".join(a), " ".join(far), " ".join(mid)]  # 'far' links to 'a' only through 'mid'
     sh, off = shingle_hashes_batch(texts)
-    jac = lambda i, j: jaccard_sorted(sh[off[i]:off[i + 1]], sh[off[j]:off[j + 1]])
+    jac = lambda i, j: jaccard_hashes(sh[off[i]:off[i + 1]], sh[off[j]:off[j + 1]])
     assert jac(0, 1) < 0.7 <= min(jac(0, 2), jac(1, 2))
     pairs = {d: (k, sim) for d, k, sim in near_duplicate_pairs(texts, DedupConfig())}
     assert set(pairs) == {1, 2} and pairs[1][0] == 0 and pairs[2][0] == 0
     assert pairs[2][1] == pytest.approx(jac(0, 2))
     assert pairs[1][1] == pytest.approx(jac(0, 1))  # measured to the kept skill, below the threshold
+
+
+def test_unique_per_document_matches_numpy_unique_across_chunks():
+    from skill_assets.lib.minhash import unique_per_document
+
+    rng = np.random.default_rng(3)
+    docs = [rng.integers(0, 2**63, size=rng.integers(0, 50), dtype=np.uint64) for _ in range(30)]
+    docs = [np.concatenate([d, d[:5]]) for d in docs]  # repeats inside a document
+    sh = np.concatenate(docs)
+    offsets = np.concatenate([[0], np.cumsum([len(d) for d in docs])]).astype(np.int64)
+    sets, set_off = unique_per_document(sh, offsets, chunk=100)  # forces several chunks
+    for i, d in enumerate(docs):
+        expected = np.unique(d >> np.uint64(24))
+        assert np.array_equal(sets[set_off[i] : set_off[i + 1]], expected)

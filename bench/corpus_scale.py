@@ -175,10 +175,11 @@ def datasketch_seconds(texts: list[str], config: DedupConfig) -> float:
     return time.perf_counter() - started
 
 
-def peak_rss_mb() -> float:
+def peak_rss_mb() -> tuple[float, float]:
+    """(this process, the largest worker process) peak resident set sizes in MB."""
     own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    return (own + children) / 1024
+    return own / 1024, children / 1024
 
 
 def main() -> None:
@@ -208,7 +209,7 @@ def main() -> None:
         store.replace_table(db, "skills", frame("skills", kept))
         store.replace_table(db, "skill_duplicates", frame("skill_duplicates", duplicates))
         wall = time.perf_counter() - started
-        rss = peak_rss_mb()
+        rss_own, rss_worker = peak_rss_mb()
 
         final = {d["duplicate_skill_id"]: d["kept_skill_id"] for d in duplicates}
         t_groups, p_groups, near_t, near_p = [], [], [], []
@@ -238,7 +239,9 @@ def main() -> None:
         layers = Counter(d["layer"] for d in duplicates)
         print(json.dumps({
             "files": args.files, "wall_s": round(wall, 2), "files_per_s": round(args.files / wall, 1),
-            "ingest_s": round(t_ingest, 2), "dedup_s": round(t_dedup, 2), "peak_rss_mb": round(rss, 1),
+            "ingest_s": round(t_ingest, 2), "dedup_s": round(t_dedup, 2),
+            "peak_rss_mb": round(rss_own + rss_worker, 1), "peak_rss_main_mb": round(rss_own, 1),
+            "peak_rss_worker_mb": round(rss_worker, 1),
             "kept": len(kept), "duplicates_by_layer": dict(layers),
             "rejects_by_reason": dict(Counter(r["reason"] for r in result.rejects)), "reconciled": reconciled,
             "near_dup_precision": round(precision, 4), "near_dup_recall": round(recall, 4),

@@ -90,6 +90,11 @@ def test_models_and_report_are_files(demo_store):
     assert SentenceTransformer(emb_path).encode(["route me"]).shape[1] == 384
     assert CrossEncoder(rr_path).predict([("route me", "a skill")]).shape == (1,)
     assert "hit@1" in report and Path(plot).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    reports = demo_store.parent / "reports"
+    assert "<table>" in (reports / "benchmark_report.html").read_text()
+    assert any((reports / "runs").glob("*.trec"))
+    [release] = (demo_store.parent / "releases").iterdir()
+    assert (release / "README.md").exists() and (release / "queries" / "test.parquet").exists()
 
 
 def test_sql_files_run_against_the_store(demo_store):

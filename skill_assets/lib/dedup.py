@@ -36,7 +36,10 @@ class DedupConfig:
 
 
 def keep_order_key(row: dict, source_rank: dict[str, int]) -> tuple:
-    return (-len(normalise_text(row["body"])), source_rank.get(row["source"], len(source_rank)), row["skill_id"])
+    body_chars = row.get("body_chars")
+    if body_chars is None:
+        body_chars = len(normalise_text(row["body"]))
+    return (-body_chars, source_rank.get(row["source"], len(source_rank)), row["skill_id"])
 
 
 class _UnionFind:

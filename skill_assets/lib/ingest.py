@@ -16,7 +16,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from skill_assets.lib.frontmatter import SkillParseError, parse_skill_markdown
-from skill_assets.lib.hashing import content_hash, digest, normalise_name
+from skill_assets.lib.hashing import digest, normalise_name, normalise_text, normalised_content_hash
 from skill_assets.lib.language import detect_language, language_of_counts, script_counts
 from skill_assets.lib.sources import PreparedSource, SourceError, SourceSpec, license_in, prepare_source
 
@@ -56,6 +56,7 @@ def read_skill_file(path: Path, root: Path, max_bytes: int) -> dict:
         raise SkillParseError("not_utf8", f"not valid UTF-8 at byte {exc.start}") from exc
     parsed = parse_skill_markdown(text)
     desc_counts, body_counts = script_counts(parsed.description), script_counts(parsed.body)
+    normalised_body = normalise_text(parsed.body)
     return {
         "name": parsed.name,
         "description": parsed.description,
@@ -66,7 +67,8 @@ def read_skill_file(path: Path, root: Path, max_bytes: int) -> dict:
         "body_language": language_of_counts(*body_counts),
         "file_hash": digest(data),
         "name_hash": digest(normalise_name(parsed.name)),
-        "content_hash": content_hash(parsed.description, parsed.body),
+        "content_hash": normalised_content_hash(normalise_text(parsed.description), normalised_body),
+        "body_chars": len(normalised_body),
         "n_bytes": size,
         "extra_front_matter": json.dumps(parsed.extra, default=str, ensure_ascii=False, sort_keys=True),
     }

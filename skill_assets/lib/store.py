@@ -7,6 +7,7 @@ and a user's SQL session take turns instead of failing.
 """
 from __future__ import annotations
 
+import os
 import random
 import time
 from collections.abc import Iterator
@@ -17,6 +18,8 @@ import duckdb
 import polars as pl
 
 LOCK_WAIT_S = 300.0
+#: DuckDB's buffer pool otherwise grows to 80% of RAM; past this it spills to disk instead
+MEMORY_LIMIT = os.environ.get("SKILL_ASSETS_DUCKDB_MEMORY", "1GB")
 
 
 def _is_lock_error(exc: Exception) -> bool:
@@ -34,7 +37,7 @@ def connect(path: str | Path, read_only: bool = False, wait_s: float = LOCK_WAIT
     delay = 0.05
     while True:
         try:
-            con = duckdb.connect(str(path), read_only=read_only)
+            con = duckdb.connect(str(path), read_only=read_only, config={"memory_limit": MEMORY_LIMIT})
             break
         except (duckdb.IOException, duckdb.ConnectionException) as exc:
             if not _is_lock_error(exc) or time.monotonic() > deadline:

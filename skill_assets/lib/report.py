@@ -20,8 +20,16 @@ ABLATIONS = (("A", "embedder:r3", "teacher-mined hard negative (deployed)"),
              ("E", "reranker:r3", "SKIP labels (deployed)"))
 
 
-def metrics_table(metrics: pl.DataFrame, slice_name: str = "all", with_significance: bool = False) -> pl.DataFrame:
-    df = metrics.filter((pl.col("slice") == slice_name) & pl.col("metric").is_in(HEADLINE))
+def headline_split(metrics: pl.DataFrame) -> str | None:
+    """The split a report leads with: test when evaluated, else the first evaluated split."""
+    splits = sorted(metrics["split"].unique().to_list()) if metrics.height else []
+    return "test" if "test" in splits else (splits[0] if splits else None)
+
+
+def metrics_table(metrics: pl.DataFrame, slice_name: str = "all", with_significance: bool = False,
+                  split: str | None = None) -> pl.DataFrame:
+    split = split or headline_split(metrics)
+    df = metrics.filter((pl.col("slice") == slice_name) & pl.col("metric").is_in(HEADLINE) & (pl.col("split") == split))
     if df.height == 0:
         return df
     wide = df.pivot(on="metric", index=["system", "n_queries"], values="value")
@@ -35,7 +43,7 @@ def metrics_table(metrics: pl.DataFrame, slice_name: str = "all", with_significa
 
 
 def ablation_table(metrics: pl.DataFrame) -> pl.DataFrame:
-    overall = metrics.filter(pl.col("slice") == "all")
+    overall = metrics.filter((pl.col("slice") == "all") & (pl.col("split") == headline_split(metrics)))
     rows = []
     for aid, system, what in ABLATIONS:
         vals = {r["metric"]: r["value"] for r in overall.filter(pl.col("system") == system).to_dicts()}
@@ -52,7 +60,9 @@ def to_markdown(df: pl.DataFrame, percent: bool = True) -> str:
     for row in df.iter_rows(named=True):
         cells = []
         for col, v in row.items():
-            if isinstance(v, float):
+            if v is None:
+                cells.append("–")
+            elif isinstance(v, float):
                 cells.append("–" if v != v else (f"{v:.3f}" if col.startswith("p(") or not percent else f"{100 * v:.2f}"))
             else:
                 cells.append(str(v))
@@ -91,7 +101,7 @@ def metric_plot(table: pl.DataFrame, metrics: tuple[str, ...] = ("hit@1", "ndcg@
     ax.set_yticks([i + height for i in range(len(systems))], systems)
     ax.set_xlabel("score (%)")
     ax.set_xlim(0, 100)
-    ax.set_title("Metrics by system (test split, whole library)")
+    ax.set_title("Metrics by system (whole skill library)")
     ax.legend(fontsize=8, loc="lower right")
     return _png(fig)
 
@@ -99,7 +109,7 @@ def metric_plot(table: pl.DataFrame, metrics: tuple[str, ...] = ("hit@1", "ndcg@
 def recall_curve_plot(metrics: pl.DataFrame) -> bytes:
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(6, 3.8))
-    overall = metrics.filter(pl.col("slice") == "all")
+    overall = metrics.filter((pl.col("slice") == "all") & (pl.col("split") == headline_split(metrics)))
     for system in sorted(overall["system"].unique().to_list()):
         vals = {r["metric"]: r["value"] for r in overall.filter(pl.col("system") == system).to_dicts()}
         ax.plot(RECALL_KS, [100 * vals.get(f"recall@{k}", float("nan")) for k in RECALL_KS], marker="o", label=system)

@@ -14,8 +14,8 @@ from skill_assets.defs.resources import DUCKDB_WRITER_TAG, DuckDBStore, ModelSet
 from skill_assets.lib.metrics import mean_metrics, per_query_metrics
 from skill_assets.lib.provenance import code_version
 from skill_assets.lib.release import release_version
-from skill_assets.lib.report import (ablation_table, html_document, metric_plot, metrics_table, mteb_results,
-                                     recall_curve_plot, taxonomy_plot, to_markdown)
+from skill_assets.lib.report import (ablation_table, headline_split, html_document, metric_plot, metrics_table,
+                                     mteb_results, recall_curve_plot, taxonomy_plot, to_markdown)
 from skill_assets.lib.significance import paired_bootstrap
 from skill_assets.lib.retrieval import bm25_rank, dense_rank, rerank
 from skill_assets.lib.skill_text import ENCODER_CAPS, RERANKER_CAPS, skill_document
@@ -25,7 +25,7 @@ GROUP = "evaluation"
 
 
 class RetrievalSettings(dg.Config):
-    split: str = "test"
+    splits: list[str] = ["test"]
     top_k: int = 50
     rerank_depth: int = 20
     first_stage_variant: str = "r3"
@@ -45,37 +45,42 @@ def retrieval_runs(context: dg.AssetExecutionContext, config: RetrievalSettings,
     """Rankings of the whole skill library for every evaluated query, by every available system."""
     from sentence_transformers import CrossEncoder
 
-    queries = store.query("SELECT query_id, query FROM benchmark_queries WHERE split = ? ORDER BY query_id",
-                          [config.split]).to_dicts()
     skills = store.query("SELECT skill_id, name, description, body FROM skills ORDER BY skill_id").to_dicts()
     ids = [s["skill_id"] for s in skills]
     docs = [skill_document(s["name"], s["description"], s["body"], ENCODER_CAPS) for s in skills]
-    qtext = [q["query"] for q in queries]
-    runs: dict[str, list] = {}
-    if queries:
-        runs["bm25"] = bm25_rank(ids, docs, qtext, config.top_k)
-        runs["embedder:base"] = _embed_rank(models, models.embedder, ids, docs, qtext, config.top_k)
-        trained = store.query("SELECT variant, path FROM embedder ORDER BY variant") if store.exists("embedder") else None
-        for row in (trained.to_dicts() if trained is not None else []):
-            runs[f"embedder:{row['variant']}"] = _embed_rank(models, row["path"], ids, docs, qtext, config.top_k)
+    rr_text = {s["skill_id"]: skill_document(s["name"], s["description"], s["body"], RERANKER_CAPS) for s in skills}
+    embedders = [("base", models.embedder)] + (
+        [(r["variant"], r["path"]) for r in store.query("SELECT variant, path FROM embedder ORDER BY variant").to_dicts()]
+        if store.exists("embedder") else [])
+    rerankers = store.query("SELECT variant, path FROM reranker ORDER BY variant").to_dicts() \
+        if store.exists("reranker") else []
+    rows = []
+    for split in config.splits:
+        queries = store.query("SELECT query_id, query FROM benchmark_queries WHERE split = ? ORDER BY query_id",
+                              [split]).to_dicts()
+        if not queries:
+            context.log.warning(f"no {split} queries: nothing to evaluate on that split")
+            continue
+        qtext = [q["query"] for q in queries]
+        runs: dict[str, list] = {"bm25": bm25_rank(ids, docs, qtext, config.top_k)}
+        for variant, path in embedders:
+            runs[f"embedder:{variant}"] = _embed_rank(models, path, ids, docs, qtext, config.top_k)
         first = runs.get(f"embedder:{config.first_stage_variant}", runs["embedder:base"])
-        rr_text = {s["skill_id"]: skill_document(s["name"], s["description"], s["body"], RERANKER_CAPS) for s in skills}
-        rerankers = store.query("SELECT variant, path FROM reranker ORDER BY variant") if store.exists("reranker") else None
-        for row in (rerankers.to_dicts() if rerankers is not None else []):
+        for row in rerankers:
             ce = CrossEncoder(row["path"])
             runs[f"reranker:{row['variant']}"] = rerank(qtext, first, rr_text,
                                                         lambda pairs: np.asarray(ce.predict(pairs, batch_size=32)),
                                                         config.rerank_depth)
-            context.log.info(f"reranked with {row['variant']}")
-    rows = [{"system": system, "split": config.split, "query_id": q["query_id"], "rank": r + 1, "skill_id": sid,
-             "score": score}
-            for system, rankings in runs.items() for q, ranking in zip(queries, rankings)
-            for r, (sid, score) in enumerate(ranking)]
+        rows += [{"system": system, "split": split, "query_id": q["query_id"], "rank": r + 1, "skill_id": sid,
+                  "score": score}
+                 for system, rankings in runs.items() for q, ranking in zip(queries, rankings)
+                 for r, (sid, score) in enumerate(ranking)]
     df = frame("retrieval_runs", rows)
     store.write("retrieval_runs", df)
     run_dir = write_trec_runs(df, store.artifacts_dir / "reports" / "runs")
-    return dg.MaterializeResult(metadata=table_metadata("retrieval_runs", df, systems=", ".join(runs),
-                                                        queries=len(queries),
+    return dg.MaterializeResult(metadata=table_metadata("retrieval_runs", df,
+                                                        systems=", ".join(sorted(set(df["system"].to_list()))),
+                                                        splits=", ".join(sorted(set(df["split"].to_list()))),
                                                         trec_runs=dg.MetadataValue.path(str(run_dir))))
 
 
@@ -129,7 +134,9 @@ def benchmark_metrics(store: DuckDBStore):
 def benchmark_report(store: DuckDBStore):
     """The benchmark report: Markdown in the UI, a standalone HTML file, PNG plots and MTEB-shaped JSON."""
     metrics = store.read("benchmark_metrics")
+    lead = headline_split(metrics)
     overall = metrics_table(metrics, with_significance=True)
+    other_splits = [s for s in sorted(metrics["split"].unique().to_list()) if s != lead]
     taxonomy = store.query("SELECT label, count(*) AS n FROM skip_taxonomy WHERE k >= 2 GROUP BY 1 ORDER BY n DESC")
     plots = {"metrics_by_system.png": metric_plot(overall), "recall_at_k.png": recall_curve_plot(metrics),
              "taxonomy_shares.png": taxonomy_plot(taxonomy)}
@@ -148,7 +155,9 @@ def benchmark_report(store: DuckDBStore):
              f"code {stamp['code_version']}. Metrics in % over the whole skill library; `fc@K` is SkillRouter's full "
              "coverage, `comp@K` R3-Skill's released definition (|S* ∩ top-K| / min(m, K)), `set_compat` counts "
              "multi-skill queries only; p(·) is a paired-bootstrap p-value against embedder:base."),
-        ("Overall", to_markdown(overall)),
+        (f"Overall ({lead or 'no evaluated split'})", to_markdown(overall)),
+        *[(f"Overall ({s}; queries the trained models saw in training)" if s in ("train", "dev") else f"Overall ({s})",
+           to_markdown(metrics_table(metrics, with_significance=True, split=s))) for s in other_splits],
         ("SKIP ablations (R3 Table 7 ids)", to_markdown(ablation_table(metrics))),
         ("Breakdowns by direction and k", breakdowns),
         ("Benchmark queries", to_markdown(splits, percent=False)),

@@ -13,8 +13,11 @@ import subprocess
 import tarfile
 import tempfile
 import zipfile
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+from typing import IO
 
 import yaml
 
@@ -112,48 +115,49 @@ def _safe_member_path(name: str) -> PurePosixPath | None:
     return p
 
 
+@dataclass(frozen=True)
+class _Member:
+    """One archive entry, whatever the archive format."""
+
+    name: str
+    is_dir: bool
+    is_regular_file: bool
+    open: Callable[[], IO[bytes] | None]
+
+
+def _archive_members(archive: Path, stack: ExitStack) -> Iterator[_Member]:
+    if zipfile.is_zipfile(archive):
+        zf = stack.enter_context(zipfile.ZipFile(archive))
+        for info in zf.infolist():
+            is_link = (info.external_attr >> 16) & 0o170000 == 0o120000
+            yield _Member(info.filename, info.is_dir(), not is_link, lambda info=info: zf.open(info))
+        return
+    try:
+        tf = stack.enter_context(tarfile.open(archive))
+    except tarfile.TarError as exc:
+        raise SourceError(f"archive {archive} cannot be opened: {exc}") from exc
+    for member in tf.getmembers():
+        yield _Member(member.name, member.isdir(), member.isfile(), lambda m=member: tf.extractfile(m))
+
+
 def extract_archive(archive: Path, dest: Path, source_name: str) -> list[dict]:
     """Extract regular files only; return reject rows for unsafe or link members."""
     rejects: list[dict] = []
-
-    def reject(member: str, code: str, message: str) -> None:
-        rejects.append({"source": source_name, "path": member, "reason": code, "message": message})
-
-    if zipfile.is_zipfile(archive):
-        with zipfile.ZipFile(archive) as zf:
-            for info in zf.infolist():
-                if info.is_dir():
-                    continue
-                rel = _safe_member_path(info.filename)
-                if rel is None:
-                    reject(info.filename, "unsafe_archive_path", "absolute or '..' path in archive; not extracted")
-                    continue
-                if (info.external_attr >> 16) & 0o170000 == 0o120000:
-                    reject(info.filename, "archive_link", "symlink member in archive; not extracted")
-                    continue
-                target = dest / rel
-                target.parent.mkdir(parents=True, exist_ok=True)
-                with zf.open(info) as src, open(target, "wb") as out:
-                    shutil.copyfileobj(src, out)
-        return rejects
-    try:
-        tf = tarfile.open(archive)
-    except tarfile.TarError as exc:
-        raise SourceError(f"archive {archive} cannot be opened: {exc}") from exc
-    with tf:
-        for member in tf.getmembers():
-            if member.isdir():
+    with ExitStack() as stack:
+        for member in _archive_members(archive, stack):
+            if member.is_dir:
                 continue
             rel = _safe_member_path(member.name)
-            if rel is None:
-                reject(member.name, "unsafe_archive_path", "absolute or '..' path in archive; not extracted")
-                continue
-            if not member.isfile():
-                reject(member.name, "archive_link", "link or special member in archive; not extracted")
+            problem = (("unsafe_archive_path", "absolute or '..' path in archive; not extracted") if rel is None
+                       else ("archive_link", "link or special member in archive; not extracted")
+                       if not member.is_regular_file else None)
+            if problem:
+                rejects.append({"source": source_name, "path": member.name, "reason": problem[0],
+                                "message": problem[1]})
                 continue
             target = dest / rel
             target.parent.mkdir(parents=True, exist_ok=True)
-            src = tf.extractfile(member)
+            src = member.open()
             if src is not None:
                 with src, open(target, "wb") as out:
                     shutil.copyfileobj(src, out)

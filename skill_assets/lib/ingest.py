@@ -95,9 +95,9 @@ def _ingest_one(src: PreparedSource, max_bytes: int, workers: int, now: datetime
         chunk = max(200, len(files) // (workers * 8))
         batches = [(files[i : i + chunk], str(src.root), max_bytes) for i in range(0, len(files), chunk)]
         with ProcessPoolExecutor(workers) as pool:
-            results = [r for batch in pool.map(_read_batch, batches) for r in batch]
+            results = (r for batch in pool.map(_read_batch, batches) for r in batch)
     else:
-        results = _read_batch((files, str(src.root), max_bytes))
+        results = iter(_read_batch((files, str(src.root), max_bytes)))
     licenses: dict[Path, str | None] = {}
 
     def nearest_license(folder: Path) -> str | None:

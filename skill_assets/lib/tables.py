@@ -140,5 +140,5 @@ TABLES: dict[str, Table] = {t.name: t for t in [
 def frame(table: str, rows: list[dict]) -> pl.DataFrame:
     """A DataFrame with exactly the documented columns, in order, even when ``rows`` is empty."""
     schema = TABLES[table].schema
-    return pl.DataFrame([{c: r.get(c) for c in schema} for r in rows], schema=schema, orient="row") if rows \
-        else pl.DataFrame(schema=schema)
+    # column-wise: lists of references to the rows' values, no per-row dict copies (matters at 100K rows)
+    return pl.DataFrame({c: [r.get(c) for r in rows] for c in schema}, schema=schema)

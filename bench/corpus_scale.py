@@ -26,7 +26,6 @@ import time
 from collections import Counter
 from pathlib import Path
 
-import numpy as np
 import polars as pl
 
 from skill_assets.lib import store

@@ -1,5 +1,4 @@
 from collections import Counter
-from itertools import combinations
 
 from skill_assets.lib.sampling import DIRECTIONS, STYLES, SamplingPlan, sample_combinations
 

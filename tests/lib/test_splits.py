@@ -1,4 +1,3 @@
-import pytest
 
 from skill_assets.lib.query_audit import audit_queries
 from skill_assets.lib.splits import (

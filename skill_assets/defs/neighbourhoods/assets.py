@@ -6,7 +6,6 @@ import dagster as dg
 import numpy as np
 import polars as pl
 
-from skill_assets.defs.metadata import table_metadata
 from skill_assets.defs.resources import DUCKDB_WRITER_TAG, DuckDBStore, ModelSettings
 from skill_assets.lib.clustering import (candidate_ks, class_keywords, fit_kmeans, merge_into_super_domains,
                                          score_sweep)

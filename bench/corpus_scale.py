@@ -29,12 +29,11 @@ from pathlib import Path
 import polars as pl
 
 from skill_assets.lib import store
+from skill_assets.lib.corpus_store import dedup_in_store, ingest_into_store
 from skill_assets.lib.dedup import DedupConfig, deduplicate, near_duplicate_pairs
 from skill_assets.lib.frontmatter import SkillParseError, parse_skill_markdown
-from skill_assets.lib.ingest import ingest_sources
 from skill_assets.lib.minhash import shingle_hashes_batch
 from skill_assets.lib.sources import SourceSpec
-from skill_assets.lib.tables import frame
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "github-skills" / "repos"
 NEAR_KINDS = ("front_matter", "sentences", "reorder")
@@ -198,15 +197,13 @@ def main() -> None:
         db = work / "bench.duckdb"
         config = DedupConfig()
         started = time.perf_counter()
-        result = ingest_sources([SourceSpec("bench", "dir", str(root))], work, MAX_BYTES, args.workers)
+        # the same code path as the corpus assets: streamed ingest, dedup reading texts from DuckDB
+        result = ingest_into_store(db, [SourceSpec("bench", "dir", str(root))], work, MAX_BYTES, args.workers)
         t_ingest = time.perf_counter() - started
-        store.replace_table(db, "raw_skills", frame("raw_skills", result.raw_skills))
-        store.replace_table(db, "ingest_rejects", frame("ingest_rejects", result.rejects))
         t_dedup0 = time.perf_counter()
-        kept, duplicates = deduplicate(result.raw_skills, ["bench"], config)
+        skills, dups = dedup_in_store(db, ["bench"], config)
+        kept, duplicates = skills.to_dicts(), dups.to_dicts()
         t_dedup = time.perf_counter() - t_dedup0
-        store.replace_table(db, "skills", frame("skills", kept))
-        store.replace_table(db, "skill_duplicates", frame("skill_duplicates", duplicates))
         wall = time.perf_counter() - started
         rss_own, rss_worker = peak_rss_mb()
 
@@ -227,10 +224,10 @@ def main() -> None:
             and len(kept) + len(duplicates) == len(result.raw_skills)
 
         # near-duplicate stage alone, ours vs datasketch, on the texts left after the exact layers
-        stage_rows = {r["skill_id"]: r for r in result.raw_skills}
-        exact_kept = [stage_rows[k] for k in {r["skill_id"] for r in kept} | {d["duplicate_skill_id"] for d in duplicates
-                                                                           if d["layer"] == "near_duplicate"}]
-        texts = [r["description"] + "\n" + r["body"] for r in exact_kept]
+        stage_ids = sorted({r["skill_id"] for r in kept} | {d["duplicate_skill_id"] for d in duplicates
+                                                           if d["layer"] == "near_duplicate"})
+        texts = store.query(db, "SELECT description || chr(10) || body AS t FROM raw_skills "
+                                "WHERE skill_id IN (SELECT unnest(?)) ORDER BY skill_id", [stage_ids])["t"].to_list()
         t0 = time.perf_counter()
         near_duplicate_pairs(texts, config)
         ours_s = time.perf_counter() - t0

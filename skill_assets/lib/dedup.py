@@ -14,12 +14,13 @@ over a truncated copy.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import numpy as np
 
 from skill_assets.lib.hashing import normalise_text
-from skill_assets.lib.minhash import (MinHasher, jaccard_sorted, lsh_candidate_pairs, shingle_hashes_batch,
+from skill_assets.lib.minhash import (MinHasher, jaccard_sorted, lsh_candidate_pairs, shingle_hashes_chunks,
                                      unique_per_document)
 
 
@@ -33,6 +34,10 @@ class DedupConfig:
     #: verification (3.5 standard errors at 64 permutations: a true 0.7 pair is kept with p > 0.999)
     estimate_margin: float = 0.2
     seed: int = 1
+
+
+#: documents shingled at a time (bounds the byte-level intermediates of the tokeniser)
+TEXT_CHUNK = 2000
 
 
 def keep_order_key(row: dict, source_rank: dict[str, int]) -> tuple:
@@ -71,20 +76,24 @@ def _fold_by_key(rows: list[dict], key, layer: str, duplicates: list[dict]) -> l
     return list(kept.values())
 
 
-def near_duplicate_pairs(texts: list[str], config: DedupConfig) -> list[tuple[int, int, float]]:
+def near_duplicate_pairs(texts: list[str] | Iterable[list[str]], config: DedupConfig) -> list[tuple[int, int, float]]:
     """(duplicate index, kept index, Jaccard) for each text folded into an earlier one.
 
-    Texts must be in keep order: the smallest index of a group is the one kept. Candidate pairs
-    whose ends are already in one group skip verification (union-find), which keeps exact
-    Jaccard work near-linear in the number of duplicates.
+    ``texts`` is a list, or an iterable of consecutive chunks of texts (so a caller can stream
+    them from disk). Texts must be in keep order: the smallest index of a group is the one kept.
+    Candidate pairs whose ends are already in one group skip verification (union-find), which
+    keeps exact Jaccard work near-linear in the number of duplicates.
     """
-    if len(texts) < 2:
+    chunks = texts
+    if isinstance(texts, list) and (not texts or isinstance(texts[0], str)):
+        chunks = [texts[i : i + TEXT_CHUNK] for i in range(0, len(texts), TEXT_CHUNK)]
+    sh, offsets = shingle_hashes_chunks(chunks, config.shingle_size)
+    if len(offsets) < 3:
         return []
-    sh, offsets = shingle_hashes_batch(texts, config.shingle_size)
     sigs = MinHasher(config.num_perm, config.seed).signatures(sh, offsets)
     sets, set_offsets = unique_per_document(sh, offsets)
     del sh
-    uf = _UnionFind(len(texts))
+    uf = _UnionFind(len(offsets) - 1)
 
     def similarity(a: int, b: int) -> float:
         return jaccard_sorted(sets[set_offsets[a] : set_offsets[a + 1]], sets[set_offsets[b] : set_offsets[b + 1]])
@@ -96,7 +105,7 @@ def near_duplicate_pairs(texts: list[str], config: DedupConfig) -> list[tuple[in
             uf.union(a, b)
     # the reported similarity is the measured Jaccard to the kept skill (a member joined through a
     # chain of near-duplicates may sit below the threshold to it, and the table says so)
-    return [(i, uf.find(i), similarity(i, uf.find(i))) for i in range(len(texts)) if uf.find(i) != i]
+    return [(i, uf.find(i), similarity(i, uf.find(i))) for i in range(len(offsets) - 1) if uf.find(i) != i]
 
 
 FILE_OPERATION_RULES: dict[str, re.Pattern[str]] = {
@@ -118,16 +127,22 @@ def file_operation_rule(name: str) -> str | None:
     return None
 
 
-def deduplicate(rows: list[dict], source_order: list[str], config: DedupConfig = DedupConfig()
-                ) -> tuple[list[dict], list[dict]]:
-    """Return (kept rows, duplicate records); every input row is in exactly one of the two."""
+def deduplicate(rows: list[dict], source_order: list[str], config: DedupConfig = DedupConfig(),
+                texts_for: Callable[[list[str]], Iterable[list[str]]] | None = None) -> tuple[list[dict], list[dict]]:
+    """Return (kept rows, duplicate records); every input row is in exactly one of the two.
+
+    ``texts_for(skill_ids)`` yields the near-duplicate texts (description + body) of those skills in
+    that order, chunk by chunk; by default they come from the rows themselves.
+    """
     rank = {s: i for i, s in enumerate(source_order)}
     ordered = sorted(rows, key=lambda r: keep_order_key(r, rank))
     duplicates: list[dict] = []
     kept = _fold_by_key(ordered, lambda r: (r["name_hash"], r["content_hash"]), "name_and_content", duplicates)
     kept = _fold_by_key(kept, lambda r: r["content_hash"], "content", duplicates)
     folded = set()
-    for dup, keep, sim in near_duplicate_pairs([r["description"] + "\n" + r["body"] for r in kept], config):
+    texts = texts_for([r["skill_id"] for r in kept]) if texts_for else \
+        [r["description"] + "\n" + r["body"] for r in kept]
+    for dup, keep, sim in near_duplicate_pairs(texts, config):
         duplicates.append({"duplicate_skill_id": kept[dup]["skill_id"], "kept_skill_id": kept[keep]["skill_id"],
                            "layer": "near_duplicate", "similarity": round(sim, 4)})
         folded.add(dup)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -88,8 +88,33 @@ def _read_batch(args: tuple[list[str], str, int]) -> list[tuple[str, dict | None
     return out
 
 
+#: the large text fields a sink takes away; the rows kept in memory carry everything else
+HEAVY_FIELDS = ("description", "body", "extra_front_matter")
+
+
+class _RowBuffer:
+    """Collects raw rows; with a sink, hands them over in batches and keeps only light copies."""
+
+    def __init__(self, raw: list[dict], sink: Callable[[list[dict]], None] | None, batch: int) -> None:
+        self.raw, self.sink, self.batch, self.pending = raw, sink, batch, []
+
+    def add(self, row: dict) -> None:
+        if self.sink is None:
+            self.raw.append(row)
+            return
+        self.pending.append(row)
+        if len(self.pending) >= self.batch:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.sink is not None and self.pending:
+            self.sink(self.pending)
+            self.raw.extend({k: v for k, v in r.items() if k not in HEAVY_FIELDS} for r in self.pending)
+            self.pending = []
+
+
 def _ingest_one(src: PreparedSource, max_bytes: int, workers: int, now: datetime,
-                raw: list[dict], rejects: list[dict]) -> int:
+                raw: _RowBuffer, rejects: list[dict]) -> int:
     files = [str(p) for p in iter_skill_files(src.root)]
     if workers > 1 and len(files) >= PARALLEL_MIN_FILES:
         chunk = max(200, len(files) // (workers * 8))
@@ -116,7 +141,7 @@ def _ingest_one(src: PreparedSource, max_bytes: int, workers: int, now: datetime
             rejects.append({"source": src.spec.name, "path": rel, "reason": code, "message": message, "ingested_at": now})
             continue
         rel_dir = path.parent.relative_to(src.root).as_posix()
-        raw.append({"skill_id": src.spec.name if rel_dir == "." else f"{src.spec.name}/{rel_dir}",
+        raw.add({"skill_id": src.spec.name if rel_dir == "." else f"{src.spec.name}/{rel_dir}",
                     "source": src.spec.name, "path": rel, "repo": src.spec.repo or src.spec.location,
                     "commit": src.commit, "license": nearest_license(path.parent) or src.license,
                     **row, "ingested_at": now})
@@ -124,9 +149,13 @@ def _ingest_one(src: PreparedSource, max_bytes: int, workers: int, now: datetime
 
 
 def ingest_sources(specs: list[SourceSpec], workdir: Path, max_bytes: int = DEFAULT_MAX_BYTES,
-                   workers: int = 1) -> IngestResult:
+                   workers: int = 1, sink: Callable[[list[dict]], None] | None = None,
+                   sink_batch: int = 5000) -> IngestResult:
+    """Ingest every source. With ``sink``, full rows go to it in batches (e.g. appended to DuckDB) and
+    ``raw_skills`` holds them without their heavy text fields, so memory stays flat at 100K files."""
     now = datetime.now(timezone.utc)
     raw: list[dict] = []
+    buffer = _RowBuffer(raw, sink, sink_batch)
     rejects: list[dict] = []
     seen = 0
     for spec in specs:
@@ -138,5 +167,6 @@ def ingest_sources(specs: list[SourceSpec], workdir: Path, max_bytes: int = DEFA
             continue
         rejects.extend({**r, "ingested_at": now} for r in src.member_rejects)
         seen += len(src.member_rejects)
-        seen += _ingest_one(src, max_bytes, workers, now, raw, rejects)
+        seen += _ingest_one(src, max_bytes, workers, now, buffer, rejects)
+    buffer.flush()
     return IngestResult(raw_skills=raw, rejects=rejects, files_seen=seen)

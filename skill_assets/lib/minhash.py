@@ -13,6 +13,7 @@ Chinese text needs no segmenter.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from itertools import combinations
 
 import numpy as np
@@ -84,11 +85,18 @@ def shingle_hashes_batch(texts: list[str], size: int = 5, chunk_docs: int = 2000
     Documents are processed ``chunk_docs`` at a time: the byte-level intermediates are ~40 bytes
     per input byte, so chunking bounds memory (and keeps the arrays cache-friendly).
     """
+    return shingle_hashes_chunks((texts[i : i + chunk_docs] for i in range(0, len(texts), chunk_docs)), size)
+
+
+def shingle_hashes_chunks(chunks: Iterable[list[str]], size: int = 5) -> tuple[np.ndarray, np.ndarray]:
+    """``shingle_hashes_batch`` over consecutive chunks of documents (e.g. streamed from disk)."""
     if size > len(_MIX):
         raise ValueError(f"shingle size at most {len(_MIX)}")
     parts, offsets, total = [], [np.zeros(1, dtype=np.int64)], 0
-    for start in range(0, len(texts), chunk_docs):
-        sh, off = _shingle_chunk(texts[start : start + chunk_docs], size)
+    for texts in chunks:
+        if not texts:
+            continue
+        sh, off = _shingle_chunk(texts, size)
         parts.append(sh)
         offsets.append(off[1:] + total)
         total += len(sh)

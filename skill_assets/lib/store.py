@@ -88,3 +88,26 @@ def upsert_rows(path: str | Path, name: str, frame: pl.DataFrame, key: str) -> N
         con.execute(f'INSERT INTO "{name}" SELECT * FROM _incoming')
         con.execute("COMMIT")
         con.unregister("_incoming")
+
+
+def append_rows(path: str | Path, name: str, frame: pl.DataFrame) -> None:
+    """Append ``frame`` to table ``name``, creating it with ``frame``'s columns if needed."""
+    with connect(path) as con:
+        con.register("_incoming", frame.to_arrow())
+        con.execute(f'CREATE TABLE IF NOT EXISTS "{name}" AS SELECT * FROM _incoming LIMIT 0')
+        con.execute(f'INSERT INTO "{name}" SELECT * FROM _incoming')
+        con.unregister("_incoming")
+
+
+def promote_table(path: str | Path, staging: str, name: str) -> None:
+    """Replace table ``name`` by ``staging`` in one transaction (readers never see a half-built table)."""
+    with connect(path) as con:
+        con.execute("BEGIN")
+        con.execute(f'DROP TABLE IF EXISTS "{name}"')
+        con.execute(f'ALTER TABLE "{staging}" RENAME TO "{name}"')
+        con.execute("COMMIT")
+
+
+def drop_table(path: str | Path, name: str) -> None:
+    with connect(path) as con:
+        con.execute(f'DROP TABLE IF EXISTS "{name}"')

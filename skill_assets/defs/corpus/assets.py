@@ -7,8 +7,8 @@ import dagster as dg
 
 from skill_assets.defs.metadata import table_metadata
 from skill_assets.defs.resources import DUCKDB_WRITER_TAG, DuckDBStore, SkillSources
-from skill_assets.lib.dedup import DedupConfig, deduplicate, file_operation_rule
-from skill_assets.lib.ingest import ingest_sources
+from skill_assets.lib.corpus_store import dedup_in_store, ingest_into_store
+from skill_assets.lib.dedup import DedupConfig
 from skill_assets.lib.tables import frame
 
 GROUP = "corpus"
@@ -24,10 +24,9 @@ GROUP = "corpus"
 )
 def ingested_skills(context: dg.AssetExecutionContext, store: DuckDBStore, sources: SkillSources):
     with tempfile.TemporaryDirectory(prefix="skill-assets-ingest-") as workdir:
-        result = ingest_sources(sources.sources(), Path(workdir), sources.max_file_bytes, sources.workers)
-    raw, rejects = frame("raw_skills", result.raw_skills), frame("ingest_rejects", result.rejects)
-    store.write("raw_skills", raw)
-    store.write("ingest_rejects", rejects)
+        result = ingest_into_store(store.path, sources.sources(), Path(workdir), sources.max_file_bytes,
+                                   sources.workers)
+    raw, rejects = store.query("SELECT * EXCLUDE (body) FROM raw_skills"), frame("ingest_rejects", result.rejects)
     context.log.info(f"{result.files_seen} files: {raw.height} parsed, {len(result.rejects)} rejects")
     reasons = rejects.group_by("reason").len().sort("reason").to_dicts()
     yield dg.MaterializeResult(asset_key="raw_skills", metadata=table_metadata(
@@ -54,19 +53,8 @@ class DedupSettings(dg.Config):
 )
 def deduplicated_skills(context: dg.AssetExecutionContext, config: DedupSettings, store: DuckDBStore,
                         sources: SkillSources):
-    raw = store.read("raw_skills").to_dicts()
-    source_order = [s.name for s in sources.sources()]
-    kept, duplicates = deduplicate(raw, source_order, DedupConfig(
+    skills, dups = dedup_in_store(store.path, [s.name for s in sources.sources()], DedupConfig(
         config.shingle_size, config.num_perm, config.bands, config.jaccard_threshold))
-    n_dups: dict[str, int] = {}
-    for d in duplicates:
-        n_dups[d["kept_skill_id"]] = n_dups.get(d["kept_skill_id"], 0) + 1
-    for row in kept:
-        row["n_duplicates"] = n_dups.get(row["skill_id"], 0)
-        row["file_operation_rule"] = file_operation_rule(row["name"])
-    skills, dups = frame("skills", kept), frame("skill_duplicates", duplicates)
-    store.write("skills", skills)
-    store.write("skill_duplicates", dups)
     layers = dups.group_by("layer").len().sort("layer").to_dicts()
     yield dg.MaterializeResult(asset_key="skills", metadata=table_metadata(
         "skills", skills, file_operation_skills=int(skills["file_operation_rule"].is_not_null().sum()),

@@ -113,16 +113,21 @@ class _RowBuffer:
             self.pending = []
 
 
+def _parsed(files: list[str], root: Path, max_bytes: int, workers: int) -> Iterator[tuple]:
+    """Parse results in file order, consumed while the workers run (never all held at once)."""
+    if workers > 1 and len(files) >= PARALLEL_MIN_FILES:
+        chunk = max(200, len(files) // (workers * 16))
+        batches = [(files[i : i + chunk], str(root), max_bytes) for i in range(0, len(files), chunk)]
+        with ProcessPoolExecutor(workers) as pool:
+            for batch in pool.map(_read_batch, batches):
+                yield from batch
+    else:
+        yield from _read_batch((files, str(root), max_bytes))
+
+
 def _ingest_one(src: PreparedSource, max_bytes: int, workers: int, now: datetime,
                 raw: _RowBuffer, rejects: list[dict]) -> int:
     files = [str(p) for p in iter_skill_files(src.root)]
-    if workers > 1 and len(files) >= PARALLEL_MIN_FILES:
-        chunk = max(200, len(files) // (workers * 8))
-        batches = [(files[i : i + chunk], str(src.root), max_bytes) for i in range(0, len(files), chunk)]
-        with ProcessPoolExecutor(workers) as pool:
-            results = (r for batch in pool.map(_read_batch, batches) for r in batch)
-    else:
-        results = iter(_read_batch((files, str(src.root), max_bytes)))
     licenses: dict[Path, str | None] = {}
 
     def nearest_license(folder: Path) -> str | None:
@@ -134,7 +139,7 @@ def _ingest_one(src: PreparedSource, max_bytes: int, workers: int, now: datetime
             licenses[folder] = found
         return licenses[folder]
 
-    for path_str, row, code, message in results:
+    for path_str, row, code, message in _parsed(files, src.root, max_bytes, workers):
         path = Path(path_str)
         rel = path.relative_to(src.root).as_posix()
         if row is None:

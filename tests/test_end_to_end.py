@@ -14,7 +14,7 @@ import yaml
 
 REPO = Path(__file__).resolve().parent.parent
 DEMO_CONFIG = REPO / "skill_assets" / "demo" / "demo_run.yaml"
-TABLES = ["raw_skills", "skills", "skill_duplicates", "skill_embeddings", "cluster_sweep", "skill_clusters",
+TABLES = ["raw_skills", "ingest_rejects", "skills", "skill_duplicates", "skill_embeddings", "cluster_sweep", "skill_clusters",
           "skill_pools", "skill_combinations", "llm_records", "query_audit", "skip_taxonomy", "benchmark_queries",
           "embedder", "reranker", "retrieval_runs", "benchmark_metrics", "benchmark_report"]
 
@@ -53,7 +53,9 @@ def test_corpus_reconciles_and_dedups_the_planted_copies(demo_store):
         kept = count(con, "SELECT count(*) FROM skills")
         dups = count(con, "SELECT count(*) FROM skill_duplicates")
         assert raw == kept + dups
-        assert count(con, "SELECT count(*) FROM ingest_rejects") == 0  # the demo corpus is clean
+        # the demo corpus carries two deliberately broken files to show the quarantine
+        reasons = sorted(r[0] for r in con.execute("SELECT reason FROM ingest_rejects").fetchall())
+        assert reasons == ["invalid_yaml", "missing_description"]
         layers = dict(con.execute("SELECT layer, count(*) FROM skill_duplicates GROUP BY 1").fetchall())
         assert layers.get("near_duplicate", 0) >= 3 and layers.get("name_and_content", 0) >= 3
         assert count(con, "SELECT count(*) FROM skills WHERE language = 'zh'") >= 8

@@ -91,11 +91,9 @@ class ModelSettings(dg.ConfigurableResource):
     max_seq_length: int = 256
 
     def load_embedder(self, name_or_path: str | None = None):
-        from sentence_transformers import SentenceTransformer
+        from skill_assets.lib.model_training import load_bi_encoder
 
-        from skill_assets.lib.training_loop import training_device
-
-        model = SentenceTransformer(name_or_path or self.embedder, device=training_device())
+        model = load_bi_encoder(name_or_path or self.embedder)
         model.max_seq_length = min(model.max_seq_length or self.max_seq_length, self.max_seq_length)
         return model
 

@@ -31,6 +31,11 @@ def training_device() -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
+def bf16_enabled() -> bool:
+    """bf16 autocast where the GPU supports it; CPU training stays in float32."""
+    return torch.cuda.is_available() and torch.cuda.is_bf16_supported()
+
+
 def enable_gpu_settings(model: torch.nn.Module) -> None:
     """Gradient checkpointing on CUDA, where memory, not compute, bounds the batch size."""
     if torch.cuda.is_available():
@@ -66,7 +71,7 @@ def run_training(model: torch.nn.Module, batches: list, loss_for_batch: Callable
             scheduler.load_state_dict(state["scheduler"])
             start = state["step"]
             log(f"resuming from checkpoint at step {start}/{total}")
-    use_bf16 = torch.cuda.is_available() and torch.cuda.is_bf16_supported()
+    use_bf16 = bf16_enabled()
     losses: list[float] = []
     model.train()
     for step in range(start, len(batches)):

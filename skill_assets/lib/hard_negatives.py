@@ -31,6 +31,11 @@ def body_trigrams(body: str) -> set[str]:
     return {" ".join(tokens[i : i + 3]) for i in range(max(0, len(tokens) - 2))}
 
 
+def near_duplicate_bodies(a: set[str], b: set[str], threshold: float) -> bool:
+    """Body word-trigram Jaccard above ``threshold``; bodies too short for a trigram prove nothing."""
+    return bool(a) and bool(b) and jaccard(a, b) > threshold
+
+
 def mine_r3_negatives(query_emb: np.ndarray, skill_emb: np.ndarray, skills: list[dict],
                       positives: list[list[int]], rule: MiningRule = MiningRule()) -> tuple[list[int | None], Counter]:
     """Per query, the index of one negative (or None) and counts of candidates removed per filter layer."""
@@ -59,8 +64,8 @@ def mine_r3_negatives(query_emb: np.ndarray, skill_emb: np.ndarray, skills: list
                 removed["same_name"] += 1
                 continue
             tj = trigrams.setdefault(j, body_trigrams(skills[j]["body"]))
-            if any(jaccard(tj, trigrams.setdefault(p, body_trigrams(skills[p]["body"]))) > rule.trigram_jaccard_max
-                   for p in pos):
+            if any(near_duplicate_bodies(tj, trigrams.setdefault(p, body_trigrams(skills[p]["body"])),
+                                         rule.trigram_jaccard_max) for p in pos):
                 removed["body_trigram_jaccard"] += 1
                 continue
             if any(skill_sims[j, p] > rule.positive_cosine_max for p in pos):
@@ -94,7 +99,7 @@ def mine_skillrouter_negatives(query_emb: np.ndarray, skill_emb: np.ndarray, ski
             if names[j] == names[p]:
                 removed["same_name"] += 1
                 return False
-            if jaccard(trigrams[j], trigrams[p]) > rule.trigram_jaccard_max:
+            if near_duplicate_bodies(trigrams[j], trigrams[p], rule.trigram_jaccard_max):
                 removed["body_trigram_jaccard"] += 1
                 return False
             if skill_sims[j, p] > rule.positive_cosine_max:

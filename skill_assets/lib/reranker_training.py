@@ -11,7 +11,11 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from skill_assets.lib.losses import GradedListNetLoss, ListwiseCrossEntropyLoss, PointwiseBCELoss
+from skill_assets.lib.losses import (
+    GradedListNetLoss,
+    ListwiseCrossEntropyLoss,
+    PointwiseBCELoss,
+)
 
 LABEL_GROUND_TRUTH = 3
 LABEL_SKIP_PARTNER = 1
@@ -37,19 +41,20 @@ def build_list(query: str, ground_truth: list[str], skip_partners: list[str], em
 
 
 def shuffled_skip_partners(queries: list[dict], seed: int) -> dict[str, list[str]]:
-    """Control D: each query gets the SKIP partners of another query with the same direction and k."""
+    """Control D: each query gets the SKIP partners of another query with the same direction and k.
+
+    Queries of a group are shuffled and each takes its successor's partners (a cycle), so no query
+    keeps its own; a query alone in its group has no matched donor and gets none.
+    """
     rng = random.Random(seed)
     by_group: dict[tuple, list[dict]] = {}
     for q in queries:
         by_group.setdefault((q["direction"], q["k"]), []).append(q)
     out = {}
     for group in by_group.values():
-        donors = [q["skip_partners"] for q in group]
-        rng.shuffle(donors)
-        if len(group) > 1 and donors == [q["skip_partners"] for q in group]:
-            donors = donors[1:] + donors[:1]
-        for q, d in zip(group, donors):
-            out[q["query_id"]] = [s for s in d if s not in q["skill_ids"]]
+        rng.shuffle(group)
+        for q, donor in zip(group, group[1:] + group[:1]):
+            out[q["query_id"]] = [s for s in donor["skip_partners"] if s not in q["skill_ids"]] if donor is not q else []
     return out
 
 

@@ -90,6 +90,21 @@ def upsert_rows(path: str | Path, name: str, frame: pl.DataFrame, key: str) -> N
         con.unregister("_incoming")
 
 
+def replace_partition(path: str | Path, name: str, frame: pl.DataFrame, key: str, value: str) -> None:
+    """Replace the rows of ``name`` with ``key = value`` by ``frame`` in one transaction (a partitioned write).
+
+    Unlike ``upsert_rows`` this also clears the partition when ``frame`` is empty.
+    """
+    with connect(path) as con:
+        con.register("_incoming", frame.to_arrow())
+        con.execute("BEGIN")
+        con.execute(f'CREATE TABLE IF NOT EXISTS "{name}" AS SELECT * FROM _incoming LIMIT 0')
+        con.execute(f'DELETE FROM "{name}" WHERE "{key}" = ?', [value])
+        con.execute(f'INSERT INTO "{name}" SELECT * FROM _incoming')
+        con.execute("COMMIT")
+        con.unregister("_incoming")
+
+
 def append_rows(path: str | Path, name: str, frame: pl.DataFrame) -> None:
     """Append ``frame`` to table ``name``, creating it with ``frame``'s columns if needed."""
     with connect(path) as con:

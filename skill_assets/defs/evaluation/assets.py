@@ -6,35 +6,47 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import dagster as dg
-import numpy as np
 import polars as pl
 
 from skill_assets.defs.metadata import table_metadata
 from skill_assets.defs.resources import DUCKDB_WRITER_TAG, DuckDBStore, ModelSettings
-from skill_assets.lib.metrics import mean_metrics, per_query_metrics
+from skill_assets.lib.evaluation import SystemRun, metric_rows, query_slices, run_rows, run_systems
 from skill_assets.lib.provenance import code_version
 from skill_assets.lib.release import release_version
 from skill_assets.lib.report import (ablation_table, headline_split, html_document, metric_plot, metrics_table,
                                      mteb_results, recall_curve_plot, taxonomy_plot, to_markdown)
-from skill_assets.lib.significance import paired_bootstrap
-from skill_assets.lib.retrieval import bm25_rank, dense_rank, rerank
-from skill_assets.lib.skill_text import ENCODER_CAPS, RERANKER_CAPS, skill_document
 from skill_assets.lib.tables import frame
 
 GROUP = "evaluation"
 
 
-class RetrievalSettings(dg.Config):
-    splits: list[str] = ["test"]
+class SystemSettings(dg.Config):
     top_k: int = 50
     rerank_depth: int = 20
     first_stage_variant: str = "r3"
 
 
-def _embed_rank(models: ModelSettings, path: str, ids: list[str], docs: list[str], queries: list[str], k: int):
-    model = models.load_embedder(path)
-    return dense_rank(ids, model.encode(docs, normalize_embeddings=True),
-                      model.encode([models.query_prompt + q for q in queries], normalize_embeddings=True), k)
+class RetrievalSettings(SystemSettings):
+    splits: list[str] = ["test"]
+
+
+def model_registry(store: DuckDBStore, models: ModelSettings) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """(embedders, rerankers) as ``(variant, path)``: the base embedder, then every trained variant in the store."""
+    def rows(table: str) -> list[tuple[str, str]]:
+        return ([(r["variant"], r["path"]) for r in store.query(f"SELECT variant, path FROM {table} ORDER BY variant")
+                 .to_dicts()] if store.exists(table) else [])
+
+    return [("base", models.embedder), *rows("embedder")], rows("reranker")
+
+
+def evaluate_systems(skills: list[dict], queries: list[str], store: DuckDBStore, models: ModelSettings,
+                     config: SystemSettings) -> dict[str, SystemRun]:
+    """Every system of the store's registries on one pool and query set (``lib.evaluation.run_systems``)."""
+    from sentence_transformers import CrossEncoder
+
+    embedders, rerankers = model_registry(store, models)
+    return run_systems(skills, queries, embedders, rerankers, models.load_embedder, CrossEncoder,
+                       models.query_prompt, config.top_k, config.rerank_depth, config.first_stage_variant)
 
 
 @dg.asset(group_name=GROUP, kinds={"duckdb"}, op_tags=DUCKDB_WRITER_TAG,
@@ -43,17 +55,7 @@ def _embed_rank(models: ModelSettings, path: str, ids: list[str], docs: list[str
 def retrieval_runs(context: dg.AssetExecutionContext, config: RetrievalSettings, store: DuckDBStore,
                    models: ModelSettings):
     """Rankings of the whole skill library for every evaluated query, by every available system."""
-    from sentence_transformers import CrossEncoder
-
     skills = store.query("SELECT skill_id, name, description, body FROM skills ORDER BY skill_id").to_dicts()
-    ids = [s["skill_id"] for s in skills]
-    docs = [skill_document(s["name"], s["description"], s["body"], ENCODER_CAPS) for s in skills]
-    rr_text = {s["skill_id"]: skill_document(s["name"], s["description"], s["body"], RERANKER_CAPS) for s in skills}
-    embedders = [("base", models.embedder)] + (
-        [(r["variant"], r["path"]) for r in store.query("SELECT variant, path FROM embedder ORDER BY variant").to_dicts()]
-        if store.exists("embedder") else [])
-    rerankers = store.query("SELECT variant, path FROM reranker ORDER BY variant").to_dicts() \
-        if store.exists("reranker") else []
     rows = []
     for split in config.splits:
         queries = store.query("SELECT query_id, query FROM benchmark_queries WHERE split = ? ORDER BY query_id",
@@ -61,20 +63,8 @@ def retrieval_runs(context: dg.AssetExecutionContext, config: RetrievalSettings,
         if not queries:
             context.log.warning(f"no {split} queries: nothing to evaluate on that split")
             continue
-        qtext = [q["query"] for q in queries]
-        runs: dict[str, list] = {"bm25": bm25_rank(ids, docs, qtext, config.top_k)}
-        for variant, path in embedders:
-            runs[f"embedder:{variant}"] = _embed_rank(models, path, ids, docs, qtext, config.top_k)
-        first = runs.get(f"embedder:{config.first_stage_variant}", runs["embedder:base"])
-        for row in rerankers:
-            ce = CrossEncoder(row["path"])
-            runs[f"reranker:{row['variant']}"] = rerank(qtext, first, rr_text,
-                                                        lambda pairs: np.asarray(ce.predict(pairs, batch_size=32)),
-                                                        config.rerank_depth)
-        rows += [{"system": system, "split": split, "query_id": q["query_id"], "rank": r + 1, "skill_id": sid,
-                  "score": score}
-                 for system, rankings in runs.items() for q, ranking in zip(queries, rankings)
-                 for r, (sid, score) in enumerate(ranking)]
+        runs = evaluate_systems(skills, [q["query"] for q in queries], store, models, config)
+        rows += run_rows(runs, [q["query_id"] for q in queries], split=split)
     df = frame("retrieval_runs", rows)
     store.write("retrieval_runs", df)
     run_dir = write_trec_runs(df, store.artifacts_dir / "reports" / "runs")
@@ -97,36 +87,37 @@ def write_trec_runs(runs: pl.DataFrame, out_dir: Path) -> Path:
 @dg.asset(group_name=GROUP, kinds={"duckdb"}, deps=["retrieval_runs", "benchmark_queries"], op_tags=DUCKDB_WRITER_TAG)
 def benchmark_metrics(store: DuckDBStore):
     """Every metric per system, overall and by direction and k, with paired significance against the base embedder."""
-    runs = store.query("SELECT system, split, query_id, list(skill_id ORDER BY rank) AS ranking FROM retrieval_runs "
-                       "GROUP BY ALL ORDER BY system, split, query_id").to_dicts()
     queries_df = store.read("benchmark_queries")
     queries = {q["query_id"]: q for q in queries_df.to_dicts()}
     data_version, code = release_version(queries_df), code_version()
-    by_system: dict[tuple, list[dict]] = {}
-    for r in runs:
-        by_system.setdefault((r["system"], r["split"]), []).append(r)
-    per_query = {key: per_query_metrics([i["ranking"] for i in items],
-                                        [set(queries[i["query_id"]]["skill_ids"]) for i in items])
-                 for key, items in by_system.items()}
     rows = []
-    for (system, split), items in sorted(by_system.items()):
-        base = per_query.get(("embedder:base", split))
-        slices = {"all": np.ones(len(items), dtype=bool)}
-        for field in ("direction", "k"):
-            for value in sorted({queries[i["query_id"]][field] for i in items}):
-                slices[f"{field}={value}"] = np.array([queries[i["query_id"]][field] == value for i in items])
-        for name, mask in slices.items():
-            values = {m: v[mask] for m, v in per_query[(system, split)].items()}
-            for metric, mean in mean_metrics(values).items():
-                delta, p = (paired_bootstrap(values[metric], base[metric][mask])
-                            if base is not None and system != "embedder:base" else (None, None))
-                rows.append({"system": system, "split": split, "slice": name, "metric": metric, "value": mean,
-                             "n_queries": int(mask.sum()), "delta_vs_base": delta, "p_value_vs_base": p,
-                             "data_version": data_version, "code_version": code})
+    for split, rankings, versions in runs_by_system(store, "retrieval_runs", "split"):
+        qids = sorted({qid for by_query in rankings.values() for qid in by_query})
+        split_queries = [queries[q] for q in qids]
+        for row in metric_rows({s: [by_query.get(q, []) for q in qids] for s, by_query in rankings.items()},
+                               [set(q["skill_ids"]) for q in split_queries],
+                               query_slices(split_queries, ("direction", "k"))):
+            rows.append({**row, "split": split, "data_version": data_version, "code_version": code,
+                         "model_version": versions[row["system"]]})
     df = frame("benchmark_metrics", rows)
     store.write("benchmark_metrics", df)
     return dg.MaterializeResult(metadata=table_metadata("benchmark_metrics", df, data_version=data_version,
                                                         code_version=code))
+
+
+def runs_by_system(store: DuckDBStore, table: str, group: str, where: str = "", params: list | None = None):
+    """Per value of ``group``: ({system: {query_id: ranking}}, {system: model_version}) from a runs table."""
+    runs = store.query(f"SELECT {group}, system, query_id, list(skill_id ORDER BY rank) AS ranking, "
+                       f"any_value(model_version) AS model_version FROM {table} {where} GROUP BY ALL "
+                       f"ORDER BY ALL", params).to_dicts()
+    for value in sorted({r[group] for r in runs}):
+        rankings: dict[str, dict[str, list[str]]] = {}
+        versions: dict[str, str] = {}
+        for r in runs:
+            if r[group] == value:
+                rankings.setdefault(r["system"], {})[r["query_id"]] = r["ranking"]
+                versions[r["system"]] = r["model_version"]
+        yield value, rankings, versions
 
 
 @dg.asset(group_name=GROUP, kinds={"duckdb"}, deps=["benchmark_metrics", "skip_taxonomy", "llm_records"],

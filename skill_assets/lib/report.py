@@ -8,6 +8,7 @@ from __future__ import annotations
 import base64
 import html
 import io
+import re
 
 import polars as pl
 
@@ -18,6 +19,27 @@ ABLATIONS = (("A", "embedder:r3", "teacher-mined hard negative (deployed)"),
              ("C", "reranker:r3-noskip", "reranker without SKIP labels"),
              ("D", "reranker:r3-shuffled-skip", "SKIP labels shuffled across matched queries"),
              ("E", "reranker:r3", "SKIP labels (deployed)"))
+
+
+#: what each column means, in words a reader needs without opening code (METHOD.md §4)
+GLOSSARY = (
+    ("hit@1", "a ground-truth skill is ranked first"),
+    ("mrr@10", "1 / rank of the first ground-truth skill, 0 when none is in the top 10"),
+    ("ndcg@K", "ranking quality of the top K: binary gains, log2 discount, 100 = every ground-truth skill on top"),
+    ("recall@K", "share of the query's ground-truth skills found in the top K"),
+    ("fc@K", "full coverage (SkillRouter): every ground-truth skill is in the top K"),
+    ("comp@K", "R3-Skill's released completeness: found in top K / min(set size, K); equals recall@K when K ≥ set size"),
+    ("set_compat", "every ground-truth skill in the top m, m = set size; multi-skill queries only (– for k=1)"),
+    ("p(·)", ("paired-bootstrap p-value of the difference to embedder:base on the same queries (small = unlikely "
+              "to be chance); – for the base itself")),
+    ("n_queries", "queries the numbers average over"),
+)
+DIRECTIONS = "direction = skill language → query language (en2zh: English skills, Chinese request)"
+
+
+def glossary() -> str:
+    """The metric glossary as a Markdown table; values in the report are percentages unless said otherwise."""
+    return "| column | meaning |\n|---|---|\n" + "\n".join(f"| {name} | {text} |" for name, text in GLOSSARY)
 
 
 def headline_split(metrics: pl.DataFrame) -> str | None:
@@ -40,6 +62,30 @@ def metrics_table(metrics: pl.DataFrame, slice_name: str = "all", with_significa
         sig = sig.rename({c: f"p({c})" for c in sig.columns if c != "system"})
         out = out.join(sig, on="system", how="left")
     return out.sort("system")
+
+
+def breakdown_table(metrics: pl.DataFrame, metric: str, split: str | None = None) -> pl.DataFrame:
+    """One metric, systems × slices (all, each direction, each set size k), slice sizes in the headers."""
+    split = split or headline_split(metrics)
+    df = metrics.filter((pl.col("metric") == metric) & (pl.col("split") == split))
+    if df.height == 0:
+        return df
+    sizes = dict(df.select("slice", "n_queries").unique("slice").iter_rows())
+    order = sorted(sizes, key=lambda s: (s != "all", not s.startswith("direction"), s))
+    wide = df.pivot(on="slice", index="system", values="value").select("system", *order)
+    label = {s: s.removeprefix("direction=") for s in order}
+    return wide.rename({s: f"{label[s]} (n={sizes[s]})" for s in order}).sort("system")
+
+
+def cutoff_table(metrics: pl.DataFrame, family: str, split: str | None = None) -> pl.DataFrame:
+    """One metric family (ndcg, recall, fc, comp) at every cutoff K: R3 reports K ∈ {5, 10, 15}, SkillRouter {10, 20, 50}."""
+    split = split or headline_split(metrics)
+    names = [f"{family}@{k}" for k in RECALL_KS]
+    df = metrics.filter((pl.col("slice") == "all") & (pl.col("split") == split) & pl.col("metric").is_in(names))
+    if df.height == 0:
+        return df
+    wide = df.pivot(on="metric", index="system", values="value")
+    return wide.select("system", *[n for n in names if n in wide.columns]).sort("system")
 
 
 def ablation_table(metrics: pl.DataFrame) -> pl.DataFrame:
@@ -99,67 +145,99 @@ def metric_plot(table: pl.DataFrame, metrics: tuple[str, ...] = ("hit@1", "ndcg@
             ax.barh([i + j * height for i in range(len(systems))], [100 * (v or 0.0) for v in table[m].to_list()],
                     height=height, label=m)
     ax.set_yticks([i + height for i in range(len(systems))], systems)
-    ax.set_xlabel("score (%)")
+    ax.set_xlabel("score (%), higher is better")
     ax.set_xlim(0, 100)
-    ax.set_title("Metrics by system (whole skill library)")
-    ax.legend(fontsize=8, loc="lower right")
+    ax.grid(axis="x", alpha=0.3)
+    ax.set_title("Hit@1, NDCG@10 and Recall@10 by system (whole skill library)")
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1), title="metric", title_fontsize=8)
     return _png(fig)
 
 
 def recall_curve_plot(metrics: pl.DataFrame) -> bytes:
     plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(6, 3.8))
+    fig, ax = plt.subplots(figsize=(8, 3.8))
     overall = metrics.filter((pl.col("slice") == "all") & (pl.col("split") == headline_split(metrics)))
     for system in sorted(overall["system"].unique().to_list()):
         vals = {r["metric"]: r["value"] for r in overall.filter(pl.col("system") == system).to_dicts()}
-        ax.plot(RECALL_KS, [100 * vals.get(f"recall@{k}", float("nan")) for k in RECALL_KS], marker="o", label=system)
-    ax.set_xlabel("K")
+        ax.plot(range(len(RECALL_KS)), [100 * vals.get(f"recall@{k}", float("nan")) for k in RECALL_KS], marker="o",
+                label=system)
+    ax.set_xlabel("K (skills kept from the top of the ranking; evenly spaced)")
+    ax.set_xticks(range(len(RECALL_KS)), [str(k) for k in RECALL_KS])
     ax.set_ylabel("Recall@K (%)")
     ax.set_ylim(0, 100)
-    ax.set_title("Recall@K")
-    ax.legend(fontsize=7)
+    ax.grid(alpha=0.3)
+    ax.set_title("Recall@K: share of ground-truth skills within the top K")
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1), title="system", title_fontsize=8)
     return _png(fig)
 
 
 def taxonomy_plot(shares: pl.DataFrame) -> bytes:
     plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(6, 3.2))
+    fig, ax = plt.subplots(figsize=(7.5, 3.2))
     if shares.height:
         ax.barh(shares["label"].to_list()[::-1], shares["n"].to_list()[::-1], color="#8a6")
-    ax.set_xlabel("k ≥ 2 SKIP records")
-    ax.set_title("Rejection taxonomy")
+    ax.set_xlabel("SKIP records (sets of 2–3 skills the generator refused)")
+    ax.set_title("Why the generator refused a skill set")
     return _png(fig)
 
 
+_STYLE = ("body{font-family:system-ui,sans-serif;max-width:1150px;margin:2em auto;padding:0 1em;color:#222;"
+          "line-height:1.45}h2{border-bottom:1px solid #ddd;padding-bottom:0.2em;margin-top:1.8em}"
+          "table{border-collapse:collapse;margin:0.5em 0 1.2em}td,th{border:1px solid #ccc;padding:3px 8px;"
+          "font-size:13px;text-align:left;white-space:nowrap}th{background:#f3f3f3}td.num,th.num{text-align:right;"
+          "font-variant-numeric:tabular-nums}tr:nth-child(even) td{background:#fafafa}"
+          "code{background:#f3f3f3;padding:0 3px;border-radius:3px;font-size:90%}"
+          "figure{margin:0.8em 0 1.5em}img{max-width:100%}figcaption{color:#555;font-size:13px}")
+_IMAGE = re.compile(r"^!\[(?P<caption>[^\]]*)\]\((?P<name>[^)]+)\)$")
+_NUMBER = re.compile(r"^[-+]?\d+(\.\d+)?$|^–$")
+
+
 def html_document(title: str, markdown_sections: list[tuple[str, str]], images: dict[str, bytes]) -> str:
-    """A standalone HTML page: Markdown tables rendered as HTML tables, images inlined."""
-    parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title><style>"
-             "body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;color:#222}"
-             "table{border-collapse:collapse;margin:0.5em 0 1.5em}td,th{border:1px solid #ccc;padding:3px 8px;"
-             "font-size:13px;text-align:right}th{background:#f3f3f3}td:first-child{text-align:left}"
-             "img{max-width:100%;margin:0.5em 0}</style></head><body>", f"<h1>{html.escape(title)}</h1>"]
+    """A standalone HTML page: Markdown tables as HTML tables, ``![caption](name)`` lines as inline figures.
+
+    Images referenced by no section are appended at the end, so none is lost.
+    """
+    parts = [(f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+              f"<style>{_STYLE}</style></head><body>"), f"<h1>{html.escape(title)}</h1>"]
+    used: set[str] = set()
     for heading, text in markdown_sections:
         if heading:
             parts.append(f"<h2>{html.escape(heading)}</h2>")
-        parts.append(_markdown_block(text))
-    for caption, png in images.items():
-        parts.append(f"<figure><img alt='{html.escape(caption)}' src='data:image/png;base64,"
-                     f"{base64.b64encode(png).decode()}'><figcaption>{html.escape(caption)}</figcaption></figure>")
+        parts.append(_markdown_block(text, images, used))
+    parts += [_figure(name, png, name) for name, png in images.items() if name not in used]
     parts.append("</body></html>")
     return "\n".join(parts)
 
 
-def _markdown_block(text: str) -> str:
-    """Markdown pipe tables and ### headings to HTML; other lines become paragraphs."""
+def _figure(caption: str, png: bytes, name: str) -> str:
+    return (f"<figure><img alt='{html.escape(name)}' src='data:image/png;base64,{base64.b64encode(png).decode()}'>"
+            f"<figcaption>{html.escape(caption)}</figcaption></figure>")
+
+
+def _inline(text: str) -> str:
+    """Escaped text with `code` spans."""
+    return re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(text))
+
+
+def _markdown_block(text: str, images: dict[str, bytes] | None = None, used: set[str] | None = None) -> str:
+    """Markdown pipe tables, ### headings and image lines to HTML; other lines become paragraphs.
+
+    Columns whose cells are all numbers (or –) are right-aligned, text columns left-aligned.
+    """
     out, table = [], []
+    images, used = images or {}, used if used is not None else set()
 
     def flush() -> None:
         if table:
-            rows = [r.strip().strip("|").split("|") for r in table if not set(r.strip()) <= set("|-: ")]
+            rows = [[c.strip() for c in r.strip().strip("|").split("|")] for r in table
+                    if not set(r.strip()) <= set("|-: ")]
             head, body = rows[0], rows[1:]
-            out.append("<table><tr>" + "".join(f"<th>{html.escape(c.strip())}</th>" for c in head) + "</tr>"
-                       + "".join("<tr>" + "".join(f"<td>{html.escape(c.strip())}</td>" for c in r) + "</tr>"
-                                 for r in body) + "</table>")
+            numeric = [bool(body) and all(_NUMBER.match(r[i]) for r in body if i < len(r)) for i in range(len(head))]
+            cls = ["num" if n else "txt" for n in numeric]
+            out.append("<table><tr>" + "".join(f"<th class='{k}'>{_inline(c)}</th>" for c, k in zip(head, cls))
+                       + "</tr>" + "".join("<tr>" + "".join(f"<td class='{k}'>{_inline(c)}</td>"
+                                                           for c, k in zip(r, cls)) + "</tr>" for r in body)
+                       + "</table>")
             table.clear()
 
     for line in text.splitlines():
@@ -167,10 +245,14 @@ def _markdown_block(text: str) -> str:
             table.append(line)
             continue
         flush()
-        if line.startswith("### "):
-            out.append(f"<h3>{html.escape(line[4:])}</h3>")
+        image = _IMAGE.match(line.strip())
+        if image and image["name"] in images:
+            used.add(image["name"])
+            out.append(_figure(image["caption"], images[image["name"]], image["name"]))
+        elif line.startswith("### "):
+            out.append(f"<h3>{_inline(line[4:])}</h3>")
         elif line.strip():
-            out.append(f"<p>{html.escape(line)}</p>")
+            out.append(f"<p>{_inline(line)}</p>")
     flush()
     return "\n".join(out)
 

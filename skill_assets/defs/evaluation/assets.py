@@ -13,8 +13,9 @@ from skill_assets.defs.resources import DUCKDB_WRITER_TAG, DuckDBStore, ModelSet
 from skill_assets.lib.evaluation import SystemRun, metric_rows, query_slices, run_rows, run_systems
 from skill_assets.lib.provenance import code_version
 from skill_assets.lib.release import release_version
-from skill_assets.lib.report import (ablation_table, headline_split, html_document, metric_plot, metrics_table,
-                                     mteb_results, recall_curve_plot, taxonomy_plot, to_markdown)
+from skill_assets.lib.report import (DIRECTIONS, ablation_table, breakdown_table, cutoff_table, glossary,
+                                     headline_split, html_document, metric_plot, metrics_table, mteb_results,
+                                     recall_curve_plot, taxonomy_plot, to_markdown)
 from skill_assets.lib.tables import frame
 
 GROUP = "evaluation"
@@ -135,29 +136,43 @@ def benchmark_report(store: DuckDBStore):
     reports.mkdir(parents=True, exist_ok=True)
     for name, png in plots.items():
         (reports / name).write_bytes(png)
-    decisions = store.query("SELECT direction, k, decision, count(*) AS n FROM llm_records GROUP BY ALL ORDER BY ALL")
+    decisions = store.query("""SELECT direction, k, count(*) FILTER (decision = 'WRITE') AS "WRITE",
+                                      count(*) FILTER (decision = 'SKIP') AS "SKIP",
+                                      count(*) FILTER (decision IN ('INVALID', 'FAILED')) AS "INVALID or FAILED",
+                                      printf('%.1f', 100 * count(*) FILTER (decision = 'SKIP')
+                                             / nullif(count(*) FILTER (decision IN ('WRITE', 'SKIP')), 0))
+                                        AS "SKIP %"
+                               FROM llm_records GROUP BY ALL ORDER BY ALL""")
     splits = store.query("SELECT split, count(*) AS n FROM benchmark_queries GROUP BY 1 ORDER BY 1")
     versions = metrics.select("data_version", "code_version").unique().head(1).to_dicts()
     stamp = versions[0] if versions else {"data_version": "–", "code_version": "–"}
-    breakdowns = "\n\n".join(f"### {s}\n\n{to_markdown(metrics_table(metrics, s))}"
-                              for s in sorted(metrics["slice"].unique().to_list()) if s != "all")
+    breakdowns = "\n\n".join(f"### {name} by direction and set size k\n\n{to_markdown(breakdown_table(metrics, name))}"
+                              for name in ("hit@1", "ndcg@10", "recall@10"))
     sections = [
         ("", f"Generated {datetime.now(timezone.utc):%Y-%m-%d %H:%M UTC} · data {stamp['data_version']} · "
-             f"code {stamp['code_version']}. Metrics in % over the whole skill library; `fc@K` is SkillRouter's full "
-             "coverage, `comp@K` R3-Skill's released definition (|S* ∩ top-K| / min(m, K)), `set_compat` counts "
-             "multi-skill queries only; p(·) is a paired-bootstrap p-value against embedder:base."),
-        (f"Overall ({lead or 'no evaluated split'})", to_markdown(overall)),
+             f"code {stamp['code_version']}. Every system ranks the whole skill library for each query; numbers are "
+             "percentages averaged over queries (p-values are not)."),
+        ("How to read the tables", glossary()),
+        (f"Overall ({lead or 'no evaluated split'})", to_markdown(overall) + "\n\n"
+         f"![Hit@1, NDCG@10 and Recall@10 per system ({lead} split)](metrics_by_system.png)\n\n"
+         f"![Recall@K per system at every cutoff K ({lead} split)](recall_at_k.png)"),
+        (f"Every cutoff K ({lead})", "R3-Skill reports K ∈ {5, 10, 15}, SkillRouter K ∈ {10, 20, 50}.\n\n"
+         + "\n\n".join(f"### {family}@K\n\n{to_markdown(cutoff_table(metrics, family))}"
+                        for family in ("ndcg", "recall", "fc", "comp"))),
         *[(f"Overall ({s}; queries the trained models saw in training)" if s in ("train", "dev") else f"Overall ({s})",
            to_markdown(metrics_table(metrics, with_significance=True, split=s))) for s in other_splits],
-        ("SKIP ablations (R3 Table 7 ids)", to_markdown(ablation_table(metrics))),
-        ("Breakdowns by direction and k", breakdowns),
+        ("SKIP ablations (R3 Table 7 ids)", "Each row changes one thing about how SKIP records are used in training; "
+         "compare A with B (embedders) and E with C and D (rerankers).\n\n" + to_markdown(ablation_table(metrics))),
+        ("Breakdowns", f"{DIRECTIONS}; k = number of ground-truth skills of the query; n = queries in the column.\n\n"
+         + breakdowns),
         ("Benchmark queries", to_markdown(splits, percent=False)),
-        ("Generator decisions", to_markdown(decisions, percent=False)),
-        ("Rejection taxonomy (k ≥ 2 SKIPs)", to_markdown(taxonomy, percent=False)),
+        ("Generator decisions", "Per direction and set size: how often the generator wrote a query (WRITE) or refused "
+         "the set (SKIP); SKIP % = SKIP / (WRITE + SKIP).\n\n" + to_markdown(decisions, percent=False)),
+        ("Rejection taxonomy (k ≥ 2 SKIPs)", to_markdown(taxonomy, percent=False) + "\n\n"
+         "![Rejection classes of the generator's SKIP rationales](taxonomy_shares.png)"),
     ]
     body = "# skill-assets benchmark report\n\n" + "\n\n".join(
-        (f"## {h}\n\n{t}" if h else t) for h, t in sections) + "\n\n" + "\n".join(
-        f"![{name}]({name})" for name in plots)
+        (f"## {h}\n\n{t}" if h else t) for h, t in sections)
     report_path, html_path, mteb_path = reports / "benchmark_report.md", reports / "benchmark_report.html", \
         reports / "mteb_results.json"
     report_path.write_text(body)

@@ -75,14 +75,16 @@ def synthetic_report(workdir: Path) -> Path:
             for s in rel:
                 others.insert(int(rng.integers(0, 3) if rng.random() < strength else rng.integers(3, 50)), s)
             rankings[system].append(others[:50])
+    slices = query_slices(queries, ("direction", "k"))
     rows = [{**r, "split": "test", "data_version": "synthetic", "code_version": "render_report",
-             "model_version": "synthetic"} for r in metric_rows(rankings, truth, query_slices(queries, ("direction", "k")))]
+             "model_version": "synthetic"} for r in metric_rows(rankings, truth, slices)]
     db = workdir / "store.duckdb"
     replace_table(db, "benchmark_metrics", frame("benchmark_metrics", rows))
     replace_table(db, "benchmark_queries", frame("benchmark_queries", queries))
     labels = ["function_overlap", "workflow_conflict", "domain_mismatch", "redundant", "unknown"]
     replace_table(db, "skip_taxonomy", frame("skip_taxonomy", [
-        {"record_id": f"r{i}", "k": 2 + i % 2, "label": labels[min(int(rng.exponential(1.2)), 4)]} for i in range(120)]))
+        {"record_id": f"r{i}", "k": 2 + i % 2, "label": labels[min(int(rng.exponential(1.2)), 4)]}
+        for i in range(120)]))
     replace_table(db, "llm_records", frame("llm_records", [
         {"record_id": f"r{i}", "direction": d, "k": k, "decision": dec} for i, (d, k, dec) in enumerate(
             (d, k, dec) for d in ("en2en", "en2zh", "zh2en", "zh2zh") for k in (1, 2, 3)

@@ -28,7 +28,7 @@ GLOSSARY = (
     ("ndcg@K", "ranking quality of the top K: binary gains, log2 discount, 100 = every ground-truth skill on top"),
     ("recall@K", "share of the query's ground-truth skills found in the top K"),
     ("fc@K", "full coverage (SkillRouter): every ground-truth skill is in the top K"),
-    ("comp@K", "R3-Skill's released completeness: found in top K / min(set size, K); equals recall@K when K ≥ set size"),
+    ("comp@K", "R3-Skill's released completeness: found in top K / min(set size, K); = recall@K when K ≥ set size"),
     ("set_compat", "every ground-truth skill in the top m, m = set size; multi-skill queries only (– for k=1)"),
     ("p(·)", ("paired-bootstrap p-value of the difference to embedder:base on the same queries (small = unlikely "
               "to be chance); – for the base itself")),
@@ -78,7 +78,7 @@ def breakdown_table(metrics: pl.DataFrame, metric: str, split: str | None = None
 
 
 def cutoff_table(metrics: pl.DataFrame, family: str, split: str | None = None) -> pl.DataFrame:
-    """One metric family (ndcg, recall, fc, comp) at every cutoff K: R3 reports K ∈ {5, 10, 15}, SkillRouter {10, 20, 50}."""
+    """One metric family (ndcg, recall, fc, comp) at every cutoff K (R3: 5, 10, 15; SkillRouter: 10, 20, 50)."""
     split = split or headline_split(metrics)
     names = [f"{family}@{k}" for k in RECALL_KS]
     df = metrics.filter((pl.col("slice") == "all") & (pl.col("split") == split) & pl.col("metric").is_in(names))

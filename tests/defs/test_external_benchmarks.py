@@ -52,6 +52,8 @@ def test_partition_is_imported_ranked_and_scored(db):
     runs = store_lib.read_table(db, "external_runs", "WHERE benchmark = 'demo-skillret'")
     assert set(runs["system"]) == SYSTEMS
     assert runs.group_by("system", "query_id").len()["len"].to_list() == [8] * 24  # whole pool of 8, 6 queries
+    trec = (db.parent / "reports" / "external" / "demo-skillret" / "runs" / "reranker_r3.trec").read_text().splitlines()
+    assert len(trec) == 48 and trec[0].split()[1:2] == ["Q0"] and trec[0].split()[-1] == "reranker:r3"
     metrics = store_lib.read_table(db, "external_metrics", "WHERE benchmark = 'demo-skillret'")
     overall = {(r["system"], r["metric"]): r for r in metrics.filter(pl.col("slice") == "all").to_dicts()}
     # the r3 embedder *is* MiniLM here: same numbers as the base, no significant difference

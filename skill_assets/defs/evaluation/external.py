@@ -6,7 +6,7 @@ metrics come from the same functions as ``retrieval_runs`` and ``benchmark_metri
 """
 import dagster as dg
 
-from skill_assets.defs.evaluation.assets import GROUP, SystemSettings, evaluate_systems, runs_by_system
+from skill_assets.defs.evaluation.assets import GROUP, SystemSettings, evaluate_systems, runs_by_system, write_trec_runs
 from skill_assets.defs.evaluation.partitions import external_benchmark_specs, external_benchmarks
 from skill_assets.defs.metadata import table_metadata
 from skill_assets.defs.resources import DUCKDB_WRITER_TAG, DuckDBStore, ModelSettings
@@ -31,7 +31,7 @@ def _write(store: DuckDBStore, table: str, benchmark: str, rows: list[dict]):
         dg.AssetSpec("external_skills", group_name=GROUP, kinds={"duckdb"},
                      description="The skill pool of an external benchmark."),
         dg.AssetSpec("external_queries", group_name=GROUP, kinds={"duckdb"},
-                     description="Queries and ground truth of an external benchmark; ids missing from the pool listed."),
+                     description="Queries and ground truth of an external benchmark; ids the pool lacks listed."),
     ],
     partitions_def=external_benchmarks, op_tags=DUCKDB_WRITER_TAG,
 )
@@ -76,8 +76,10 @@ def external_runs(context: dg.AssetExecutionContext, config: SystemSettings, sto
     else:
         context.log.warning(f"{name}: {len(skills)} skills and {len(queries)} scorable queries: nothing to rank")
     df = _write(store, "external_runs", name, rows)
+    run_dir = write_trec_runs(df, store.artifacts_dir / "reports" / "external" / name / "runs")
     return dg.MaterializeResult(metadata=table_metadata("external_runs", df,
-                                                        systems=", ".join(sorted(set(df["system"].to_list())))))
+                                                        systems=", ".join(sorted(set(df["system"].to_list()))),
+                                                        trec_runs=dg.MetadataValue.path(str(run_dir))))
 
 
 @dg.asset(group_name=GROUP, kinds={"duckdb"}, partitions_def=external_benchmarks, op_tags=DUCKDB_WRITER_TAG,

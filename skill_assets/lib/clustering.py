@@ -4,6 +4,11 @@ The sweep follows R3-Skill: for each K, inertia (lower is better), mean intra-cl
 (higher is better) and the mean cosine of each centroid to its nearest other centroid (lower is
 better), each min-max normalised over the sweep and oriented so that higher is better. K is
 the candidate with the highest mean of the three normalised scores (ties → smaller K).
+
+HDBSCAN is offered as an alternative sub-clusterer: it chooses the number of clusters itself and
+calls low-density skills noise (label -1). Every skill must still belong to a neighbourhood for
+sampling, so noise points are assigned to the cluster whose centroid is nearest (cosine) and
+flagged ``is_noise`` rather than dropped.
 """
 from __future__ import annotations
 
@@ -58,6 +63,31 @@ def fit_kmeans(x: np.ndarray, k: int, seed: int) -> SweepPoint:
     else:
         neighbour = 0.0
     return SweepPoint(k, float(km.inertia_), intra, neighbour, km.labels_.copy(), km.cluster_centers_)
+
+
+@dataclass
+class Clustering:
+    """Sub-cluster label per item, normalised centroids, and which items HDBSCAN called noise."""
+
+    labels: np.ndarray
+    centroids: np.ndarray
+    is_noise: np.ndarray
+
+
+def fit_hdbscan(x: np.ndarray, min_cluster_size: int = 10, min_samples: int | None = None) -> Clustering:
+    """HDBSCAN on unit vectors (Euclidean there ranks like cosine); noise joins its nearest centroid."""
+    import hdbscan
+
+    x = normalise_rows(x)
+    raw = hdbscan.HDBSCAN(min_cluster_size=min_cluster_size, min_samples=min_samples).fit_predict(x)
+    noise = raw < 0
+    if noise.all():  # no dense region at all: one neighbourhood, every item flagged
+        return Clustering(np.zeros(len(x), dtype=int), normalise_rows(x.mean(axis=0, keepdims=True)), noise)
+    ids = np.unique(raw[~noise])
+    cents = normalise_rows(np.stack([x[raw == c].mean(axis=0) for c in ids]))
+    labels = np.searchsorted(ids, np.where(noise, ids[0], raw))
+    labels[noise] = np.argmax(x[noise] @ cents.T, axis=1)
+    return Clustering(labels, cents, noise)
 
 
 def _minmax(values: np.ndarray) -> np.ndarray:

@@ -40,3 +40,80 @@ def encode_in_chunks(texts: list[str], encode: Callable[[list[str]], np.ndarray]
     for start in range(0, len(order), chunk_size):
         idx = order[start : start + chunk_size]
         yield idx, encode([texts[i] for i in idx])
+
+
+STAGING = "skill_embeddings__staging"
+
+
+def refresh_embeddings(db: str | Path, skill_ids: list[str], texts: list[str], model_id: str, fingerprint: str,
+                       load_encode: Callable[[list[str]], Callable[[list[str]], np.ndarray]],
+                       chunk_size: int = 256, progress: Callable[[int, int], None] | None = None) -> dict:
+    """Rebuild ``skill_embeddings`` for these skills, embedding only (fingerprint, text) pairs not cached.
+
+    Cached vectors are carried over by one SQL statement into a staging table (they never pass
+    through Python); misses are encoded in chunks that are appended to the staging table as they
+    finish, and the staging table replaces the old one in one transaction. ``load_encode(missing_texts)``
+    builds the encoder, and is only called when something is missing (a warm run loads no model).
+    ``progress(done, total)`` is called after every chunk.
+    """
+    import polars as pl
+
+    from skill_assets.lib import store
+
+    hashes = [text_hash(t) for t in texts]
+    wanted = pl.DataFrame({"skill_id": skill_ids, "text_hash": hashes},
+                          schema={"skill_id": pl.Utf8, "text_hash": pl.Utf8})
+    store.drop_table(db, STAGING)
+    has_cache = store.table_exists(db, "skill_embeddings")
+    with store.connect(db) as con:
+        con.register("_wanted", wanted.to_arrow())
+        cached = ("SELECT DISTINCT ON (text_hash) text_hash, embedding FROM skill_embeddings "
+                  "WHERE model_fingerprint = $fp" if has_cache else
+                  "SELECT NULL::VARCHAR AS text_hash, NULL::FLOAT[] AS embedding LIMIT 0")
+        con.execute(f"""CREATE TABLE "{STAGING}" AS
+            SELECT w.skill_id, $model AS model_id, $fp AS model_fingerprint, w.text_hash, c.embedding::FLOAT[] AS embedding
+            FROM _wanted w JOIN ({cached}) c USING (text_hash)""", {"model": model_id, "fp": fingerprint})
+        done = {r[0] for r in con.execute(f'SELECT skill_id FROM "{STAGING}"').fetchall()}
+        con.unregister("_wanted")
+    missing = [i for i, sid in enumerate(skill_ids) if sid not in done]
+    if missing:
+        encode = load_encode([texts[i] for i in missing])
+        written = 0
+        for idx, emb in encode_in_chunks([texts[i] for i in missing], encode, chunk_size):
+            rows = [missing[j] for j in idx]
+            store.append_rows(db, STAGING, pl.DataFrame({
+                "skill_id": [skill_ids[i] for i in rows], "model_id": [model_id] * len(rows),
+                "model_fingerprint": [fingerprint] * len(rows), "text_hash": [hashes[i] for i in rows],
+                "embedding": pl.Series(np.asarray(emb, dtype=np.float32)).cast(pl.List(pl.Float32))}))
+            written += len(rows)
+            if progress:
+                progress(written, len(missing))
+    store.promote_table(db, STAGING, "skill_embeddings")
+    return {"skills": len(skill_ids), "cache_hits": len(skill_ids) - len(missing), "embedded_now": len(missing)}
+
+
+def progress_reporter(log: Callable[[str], None], label: str = "embedded") -> Callable[[int, int], None]:
+    """A ``progress(done, total)`` callback: a tqdm bar when stderr is a terminal, and a log line per call.
+
+    Inside the Dagster UI stderr is not a terminal, so the log lines are what shows progress there.
+    """
+    import sys
+    import time
+
+    from tqdm import tqdm
+
+    bar = None
+    start = time.perf_counter()
+
+    def report(done: int, total: int) -> None:
+        nonlocal bar
+        if bar is None and sys.stderr.isatty():
+            bar = tqdm(total=total, desc=label, unit="skill")
+        if bar is not None:
+            bar.update(done - bar.n)
+            if done >= total:
+                bar.close()
+        rate = done / max(time.perf_counter() - start, 1e-9)
+        log(f"{label} {done}/{total} ({rate:.1f}/s)")
+
+    return report

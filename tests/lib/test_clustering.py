@@ -147,3 +147,32 @@ def test_class_keywords_are_discriminative():
     assert kw[2][0] == "kubernetes"
     assert all("guide" not in v for v in kw.values())  # shared by every class
     assert class_keywords({}, 3) == {}
+
+
+def test_hdbscan_flags_noise_and_assigns_it_to_the_nearest_centroid():
+    from skill_assets.lib.clustering import fit_hdbscan
+
+    x, truth = _blobs(seed=3, n_blobs=3, per=40, spread=6.0)
+    rng = np.random.default_rng(7)
+    outliers = rng.normal(size=(6, x.shape[1])) * 30  # far from every blob and from each other
+    fit = fit_hdbscan(np.concatenate([x, outliers]), min_cluster_size=10)
+    assert len(fit.labels) == len(x) + 6  # nobody dropped
+    assert fit.is_noise[len(x):].sum() >= 4
+    assert len(fit.centroids) == 3
+    # blob members (not noise) recover the true grouping
+    core = ~fit.is_noise[: len(x)]
+    for blob in range(3):
+        assert len(set(fit.labels[: len(x)][core & (truth == blob)])) == 1
+    # each noise point carries the label of its most similar centroid
+    unit = normalise_rows(np.concatenate([x, outliers]))
+    noise = np.flatnonzero(fit.is_noise)
+    assert np.array_equal(fit.labels[noise], np.argmax(unit[noise] @ fit.centroids.T, axis=1))
+    assert merge_into_super_domains(fit.centroids, 2).shape == (3,)
+
+
+def test_hdbscan_all_noise_still_gives_every_item_a_neighbourhood():
+    from skill_assets.lib.clustering import fit_hdbscan
+
+    x = np.random.default_rng(0).normal(size=(12, 8))
+    fit = fit_hdbscan(x, min_cluster_size=20)
+    assert fit.is_noise.all() and set(fit.labels) == {0} and fit.centroids.shape == (1, 8)

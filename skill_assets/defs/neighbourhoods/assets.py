@@ -5,14 +5,27 @@ import io
 import dagster as dg
 import numpy as np
 import polars as pl
+from pydantic import Field
 
 from skill_assets.defs.resources import DUCKDB_WRITER_TAG, DuckDBStore, ModelSettings
-from skill_assets.lib.clustering import (candidate_ks, class_keywords, fit_kmeans, merge_into_super_domains,
-                                         score_sweep)
-from skill_assets.lib.embedding_cache import encode_in_chunks, model_fingerprint, text_hash
+from skill_assets.lib.clustering import (
+    Clustering,
+    candidate_ks,
+    class_keywords,
+    fit_hdbscan,
+    fit_kmeans,
+    merge_into_super_domains,
+    score_sweep,
+)
+from skill_assets.lib.embedding_cache import (
+    model_fingerprint,
+    progress_reporter,
+    refresh_embeddings,
+)
+from skill_assets.lib.onnx_encoder import EncoderChoice, choose_encoder
 from skill_assets.lib.pools import split_pools
 from skill_assets.lib.sampling import SamplingPlan, sample_combinations
-from skill_assets.lib.skill_text import skill_document
+from skill_assets.lib.skill_text import ENCODER_CAPS, TextCaps, skill_document
 
 GROUP = "neighbourhoods"
 
@@ -22,33 +35,42 @@ def load_embedding_matrix(store: DuckDBStore) -> tuple[list[str], np.ndarray]:
     return df["skill_id"].to_list(), np.asarray(df["embedding"].to_list(), dtype=np.float32)
 
 
+class EmbeddingSettings(dg.Config):
+    """How skill documents are embedded; the model itself is ``ModelSettings.embedder`` (name or path)."""
+
+    backend: str = Field("onnx-int8", description="onnx-int8 (int8 ONNX Runtime copy of the model, used only "
+                         "if it passes the quality gate against the original; else falls back) | torch")
+    description_chars: int = ENCODER_CAPS.description_chars
+    body_chars: int = ENCODER_CAPS.body_chars
+    chunk_size: int = Field(256, description="texts embedded and written to the table per step (bounds memory)")
+
+
 @dg.asset(group_name=GROUP, kinds={"duckdb", "sentence_transformers"}, deps=["skills"], op_tags=DUCKDB_WRITER_TAG)
-def skill_embeddings(context: dg.AssetExecutionContext, store: DuckDBStore, models: ModelSettings):
-    """Embedding of every skill document, reusing cached vectors for unchanged (model, text) pairs."""
-    skills = store.query("SELECT skill_id, name, description, body FROM skills ORDER BY skill_id").to_dicts()
-    fingerprint = model_fingerprint(models.embedder)
-    texts = [skill_document(s["name"], s["description"], s["body"]) for s in skills]
-    hashes = [text_hash(t) for t in texts]
-    cache: dict[str, list[float]] = {}
-    if store.exists("skill_embeddings"):
-        cached = store.query("SELECT DISTINCT ON (text_hash) text_hash, embedding FROM skill_embeddings "
-                             "WHERE model_fingerprint = ?", [fingerprint])
-        cache = dict(zip(cached["text_hash"].to_list(), cached["embedding"].to_list()))
-    missing = [i for i, h in enumerate(hashes) if h not in cache]
-    context.log.info(f"{len(skills)} skills: {len(skills) - len(missing)} cached, {len(missing)} to embed")
-    if missing:
+def skill_embeddings(context: dg.AssetExecutionContext, config: EmbeddingSettings, store: DuckDBStore,
+                     models: ModelSettings):
+    """Embedding of every skill document, reusing cached vectors for unchanged (model, backend, text)."""
+    caps = TextCaps(config.description_chars, config.body_chars)
+    skills = store.query("SELECT skill_id, name, substr(description, 1, ?) AS d, substr(body, 1, ?) AS b "
+                         "FROM skills ORDER BY skill_id", [caps.description_chars, caps.body_chars])
+    texts = [skill_document(n, d, b, caps) for n, d, b in zip(skills["name"], skills["d"], skills["b"])]
+    fingerprint = f"{model_fingerprint(models.embedder)}/{config.backend}"
+    chosen: list[EncoderChoice] = []
+
+    def load_encode(missing: list[str]):
+        context.log.info(f"{len(missing)} of {len(texts)} skills not cached: loading {models.embedder}")
         model = models.load_embedder()
-        for idx, emb in encode_in_chunks([texts[i] for i in missing],
-                                         lambda batch: model.encode(batch, batch_size=models.encode_batch_size,
-                                                                    normalize_embeddings=True)):
-            for j, vec in zip(idx, emb):
-                cache[hashes[missing[j]]] = vec.astype(np.float32).tolist()
-            context.log.info(f"embedded {len(idx)} skills")
-    rows = [{"skill_id": s["skill_id"], "model_id": models.embedder, "model_fingerprint": fingerprint,
-             "text_hash": h, "embedding": cache[h]} for s, h in zip(skills, hashes)]
-    df = store.write("skill_embeddings", rows)
-    return dg.MaterializeResult(metadata={"dagster/row_count": df, "embedded_now": len(missing),
-                                          "cache_hits": len(skills) - len(missing), "model": models.embedder})
+        choice = choose_encoder(model, config.backend, store.artifacts_dir / "models" / "onnx", fingerprint,
+                                missing, models.encode_batch_size)
+        context.log.info(f"encoding with {choice.backend}: {choice.reason}")
+        chosen.append(choice)
+        return choice.encode
+
+    stats = refresh_embeddings(store.path, skills["skill_id"].to_list(), texts, models.embedder, fingerprint,
+                               load_encode, config.chunk_size, progress_reporter(context.log.info))
+    context.log.info(f"{stats['skills']} skills: {stats['cache_hits']} cached, {stats['embedded_now']} embedded")
+    backend = {"backend": chosen[0].backend, "backend_reason": chosen[0].reason} if chosen else {}
+    return dg.MaterializeResult(metadata={"dagster/row_count": stats["skills"], "embedded_now": stats["embedded_now"],
+                                          "cache_hits": stats["cache_hits"], "model": models.embedder, **backend})
 
 
 class SweepSettings(dg.Config):
@@ -100,17 +122,28 @@ def cluster_sweep(context: dg.AssetExecutionContext, config: SweepSettings, stor
 
 
 class ClusterSettings(dg.Config):
+    clusterer: str = Field("kmeans", description="kmeans (KMeans at the sweep's K, R3-Skill's method) | hdbscan "
+                           "(density-based, picks its own number of clusters; noise joins the nearest centroid)")
     super_domains: int = 8
+    hdbscan_min_cluster_size: int = 10
+    hdbscan_min_samples: int | None = None
     seed: int = 0
 
 
 @dg.asset(group_name=GROUP, kinds={"duckdb", "scikitlearn"}, deps=["cluster_sweep", "skill_embeddings"],
           op_tags=DUCKDB_WRITER_TAG)
 def skill_clusters(context: dg.AssetExecutionContext, config: ClusterSettings, store: DuckDBStore):
-    """Sub-cluster at the selected K and super-domain of every skill, with c-TF-IDF keywords."""
+    """Sub-cluster and super-domain of every skill, with c-TF-IDF keywords; HDBSCAN noise is flagged."""
     ids, x = load_embedding_matrix(store)
-    k = int(store.query("SELECT k FROM cluster_sweep WHERE selected")["k"][0])
-    fit = fit_kmeans(x, k, config.seed)
+    if config.clusterer == "hdbscan":
+        fit = fit_hdbscan(x, config.hdbscan_min_cluster_size, config.hdbscan_min_samples)
+    elif config.clusterer == "kmeans":
+        k = int(store.query("SELECT k FROM cluster_sweep WHERE selected")["k"][0])
+        point = fit_kmeans(x, k, config.seed)
+        fit = Clustering(point.labels, point.centroids, np.zeros(len(ids), dtype=bool))
+    else:
+        raise ValueError(f"unknown clusterer {config.clusterer!r}: kmeans | hdbscan")
+    k = len(fit.centroids)
     # merging only means something when several sub-clusters share a super-domain
     n_super = min(config.super_domains, max(2, k // 2))
     super_of_sub = merge_into_super_domains(fit.centroids, n_super)
@@ -120,10 +153,12 @@ def skill_clusters(context: dg.AssetExecutionContext, config: ClusterSettings, s
     sub_kw = class_keywords({c: [text[i] for i, s in zip(ids, subs) if s == c] for c in set(subs)})
     sup_kw = class_keywords({c: [text[i] for i, s in zip(ids, supers) if s == c] for c in set(supers)})
     rows = [{"skill_id": i, "sub_cluster": s, "super_domain": d, "sub_cluster_keywords": " / ".join(sub_kw[s]),
-             "super_domain_keywords": " / ".join(sup_kw[d])} for i, s, d in zip(ids, subs, supers)]
+             "super_domain_keywords": " / ".join(sup_kw[d]), "is_noise": bool(n)}
+            for i, s, d, n in zip(ids, subs, supers, fit.is_noise)]
     df = store.write("skill_clusters", rows)
     domains = "\n".join(f"- **{d}**: {' / '.join(kw)}" for d, kw in sorted(sup_kw.items()))
-    return dg.MaterializeResult(metadata={"dagster/row_count": df, "k": k, "super_domains": n_super,
+    return dg.MaterializeResult(metadata={"dagster/row_count": df, "clusterer": config.clusterer, "k": k,
+                                          "super_domains": n_super, "noise_skills": int(fit.is_noise.sum()),
                                           "super_domain_keywords": dg.MetadataValue.md(domains)})
 
 

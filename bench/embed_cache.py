@@ -1,0 +1,139 @@
+"""Benchmark the `skill_embeddings` path against a plain `SentenceTransformer.encode` on the real corpus.
+
+Ingests and deduplicates the shared GitHub skills the way the corpus assets do (into a DuckDB
+file, reused when ``--db`` already holds ``skills``), holds back 1% of the skills, then times
+
+(a) the first embedding pass through ``refresh_embeddings`` + ``choose_encoder`` exactly as the
+    asset runs it (model load, int8 export and quality gate from a cold cache, chunked writes);
+(b) ``SentenceTransformer(model).encode(texts)`` over the same texts, model already loaded;
+(c) re-materializing with the held-back 1% added (only those are embedded).
+
+It also reports how faithful (a) is to the fp32 embeddings of (b): per-skill cosine and the
+overlap of each skill's 10 nearest neighbours. The last line is one JSON object.
+
+    .venv/bin/python bench/embed_cache.py [--limit 500] [--db data/bench_corpus.duckdb]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from skill_assets.defs.resources import ModelSettings
+from skill_assets.lib import store
+from skill_assets.lib.corpus_store import dedup_in_store, ingest_into_store
+from skill_assets.lib.dedup import DedupConfig
+from skill_assets.lib.embedding_cache import (
+    model_fingerprint,
+    progress_reporter,
+    refresh_embeddings,
+)
+from skill_assets.lib.onnx_encoder import choose_encoder
+from skill_assets.lib.skill_text import ENCODER_CAPS, skill_document
+from skill_assets.lib.sources import SourceSpec
+
+CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "github-skills" / "repos"
+
+
+def ensure_corpus(db: Path, corpus: Path) -> float:
+    """Ingest + dedup into ``db`` unless it already has ``skills``; returns the seconds spent."""
+    if store.table_exists(db, "skills"):
+        return 0.0
+    start = time.perf_counter()
+    with tempfile.TemporaryDirectory() as work:
+        ingest_into_store(db, [SourceSpec("github-skills", "dir", str(corpus))], Path(work), 1_000_000, os.cpu_count() or 1)
+    dedup_in_store(db, ["github-skills"], DedupConfig())
+    return time.perf_counter() - start
+
+
+def skill_texts(db: Path, limit: int | None) -> tuple[list[str], list[str]]:
+    caps = ENCODER_CAPS
+    df = store.query(db, "SELECT skill_id, name, substr(description, 1, ?) AS d, substr(body, 1, ?) AS b "
+                         f"FROM skills ORDER BY skill_id {'LIMIT ' + str(int(limit)) if limit else ''}",
+                     [caps.description_chars, caps.body_chars])
+    return df["skill_id"].to_list(), [skill_document(n, d, b, caps) for n, d, b in zip(df["name"], df["d"], df["b"])]
+
+
+def top_k_overlap(a: np.ndarray, b: np.ndarray, k: int = 10) -> float:
+    """Mean share of each item's k nearest neighbours (self excluded) that two embeddings agree on."""
+    def neighbours(x):
+        sim = x @ x.T
+        np.fill_diagonal(sim, -np.inf)
+        return np.argpartition(-sim, k, axis=1)[:, :k]
+    na, nb = neighbours(a), neighbours(b)
+    return float(np.mean([len(set(r) & set(s)) / k for r, s in zip(na, nb)]))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--corpus", type=Path, default=CORPUS)
+    ap.add_argument("--db", type=Path, help="DuckDB file to (re)use for the ingested corpus (default: temporary)")
+    ap.add_argument("--limit", type=int, help="only the first N skills (by id), for a quick run")
+    ap.add_argument("--backend", default="onnx-int8", choices=["onnx-int8", "torch"])
+    ap.add_argument("--new-fraction", type=float, default=0.01)
+    args = ap.parse_args()
+
+    tmp = Path(tempfile.mkdtemp(prefix="embed-cache-bench-"))
+    db = args.db or tmp / "corpus.duckdb"
+    ingest_s = ensure_corpus(db, args.corpus)
+    ids, texts = skill_texts(db, args.limit)
+    rng = np.random.default_rng(0)
+    new = set(rng.choice(len(ids), size=max(1, round(len(ids) * args.new_fraction)), replace=False).tolist())
+    base = [i for i in range(len(ids)) if i not in new]
+    settings = ModelSettings()
+    fingerprint = f"{model_fingerprint(settings.embedder)}/{args.backend}"
+    onnx_cache = tmp / "onnx"  # cold: the first pass pays for export and quality gate
+    store.drop_table(db, "skill_embeddings")
+    chosen = []
+
+    def load_encode(missing):
+        choice = choose_encoder(settings.load_embedder(), args.backend, onnx_cache, fingerprint, missing,
+                                settings.encode_batch_size)
+        chosen.append(choice)
+        return choice.encode
+
+    def run(rows: list[int]) -> tuple[float, dict]:
+        start = time.perf_counter()
+        stats = refresh_embeddings(db, [ids[i] for i in rows], [texts[i] for i in rows], settings.embedder,
+                                   fingerprint, load_encode, progress=progress_reporter(lambda _: None))
+        return time.perf_counter() - start, stats
+
+    first_s, first = run(base)
+
+    from sentence_transformers import SentenceTransformer
+
+    plain = SentenceTransformer(settings.embedder, device="cpu")
+    plain.max_seq_length = min(plain.max_seq_length or settings.max_seq_length, settings.max_seq_length)
+    base_texts = [texts[i] for i in base]
+    start = time.perf_counter()
+    reference = plain.encode(base_texts, batch_size=settings.encode_batch_size, normalize_embeddings=True)
+    plain_s = time.perf_counter() - start
+
+    got = store.query(db, "SELECT skill_id, embedding FROM skill_embeddings")
+    by_id = dict(zip(got["skill_id"].to_list(), got["embedding"].to_list()))
+    ours = np.asarray([by_id[ids[i]] for i in base], dtype=np.float32)
+    cos = np.sum(ours * reference, axis=1) / np.linalg.norm(ours, axis=1) / np.linalg.norm(reference, axis=1)
+
+    incr_s, incr = run(list(range(len(ids))))
+    print(json.dumps({
+        "skills": len(ids), "first_pass_skills": first["embedded_now"], "new_skills": incr["embedded_now"],
+        "backend": chosen[0].backend, "backend_reason": chosen[0].reason, "ingest_dedup_s": round(ingest_s, 1),
+        "first_pass_s": round(first_s, 2), "plain_encode_s": round(plain_s, 2),
+        "speedup_vs_encode": round(plain_s / first_s, 3),
+        "incremental_s": round(incr_s, 2), "incremental_cache_hits": incr["cache_hits"],
+        "incremental_cost_ratio": round(incr_s / first_s, 4),
+        "min_cosine_vs_fp32": round(float(cos.min()), 4), "mean_cosine_vs_fp32": round(float(cos.mean()), 5),
+        "top10_overlap": round(top_k_overlap(ours, reference), 4),
+        "cpu_threads": __import__("torch").get_num_threads(),
+    }))
+
+
+if __name__ == "__main__":
+    main()

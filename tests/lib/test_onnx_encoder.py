@@ -1,0 +1,57 @@
+import os
+
+import numpy as np
+import pytest
+
+from skill_assets.lib import onnx_encoder
+from skill_assets.lib.onnx_encoder import QualityGate, choose_encoder, torch_encode
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+TEXTS = ["docker | compose services | containers cannot reach each other on the default network",
+         "pdf | extract tables | read tables from PDF files into CSV " * 20,
+         "kubernetes | helm | deploy a release",
+         "提交信息 | 生成规范的提交信息 | 根据改动写出提交说明"]
+
+
+@pytest.fixture(scope="module")
+def minilm():
+    from skill_assets.defs.resources import bundled_minilm
+    from skill_assets.lib.model_training import load_bi_encoder
+
+    return load_bi_encoder(bundled_minilm(), max_seq_length=256)
+
+
+@pytest.fixture(scope="module")
+def cache_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("onnx")
+
+
+def test_int8_passes_gate_and_stays_close_to_the_original(minilm, cache_dir):
+    choice = choose_encoder(minilm, "onnx-int8", cache_dir, "minilm", TEXTS, batch_size=2)
+    assert choice.backend == "onnx-int8", choice.reason
+    got, want = choice.encode(TEXTS), torch_encode(minilm, 2)(TEXTS)
+    assert got.shape == want.shape and got.dtype == np.float32
+    assert np.allclose(np.linalg.norm(got, axis=1), 1, atol=1e-4)
+    assert np.min(np.sum(got * want, axis=1)) > 0.97
+    exported = cache_dir / "minilm" / "model_int8.onnx"
+    stamp = exported.stat().st_mtime_ns
+    assert choose_encoder(minilm, "onnx-int8", cache_dir, "minilm", TEXTS).backend == "onnx-int8"
+    assert exported.stat().st_mtime_ns == stamp  # reused, not exported again
+
+
+def test_failed_gate_falls_back_to_the_original_model(minilm, cache_dir):
+    choice = choose_encoder(minilm, "onnx-int8", cache_dir, "minilm", TEXTS, gate=QualityGate(min_cosine=1.01))
+    assert choice.backend == "torch" and "quality gate" in choice.reason
+    assert np.allclose(choice.encode(TEXTS[:2]), torch_encode(minilm, 32)(TEXTS[:2]), atol=1e-6)
+
+
+def test_export_failure_falls_back(minilm, tmp_path, monkeypatch):
+    def broken(model, out_dir):
+        raise RuntimeError("cannot trace this architecture")
+
+    monkeypatch.setattr(onnx_encoder, "_export_int8", broken)
+    choice = choose_encoder(minilm, "onnx-int8", tmp_path, "minilm", TEXTS)
+    assert choice.backend == "torch" and "cannot trace" in choice.reason
+    with pytest.raises(ValueError):
+        choose_encoder(minilm, "fp4", tmp_path, "minilm", TEXTS)

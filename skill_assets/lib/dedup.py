@@ -20,8 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from skill_assets.lib.hashing import normalise_text
-from skill_assets.lib.minhash import (MinHasher, jaccard_sorted, lsh_candidate_pairs, shingle_hashes_chunks,
-                                     unique_per_document)
+from skill_assets.lib.minhash import MinHasher, lsh_candidate_pairs, sketch_chunks
 
 
 @dataclass(frozen=True)
@@ -87,16 +86,12 @@ def near_duplicate_pairs(texts: list[str] | Iterable[list[str]], config: DedupCo
     chunks = texts
     if isinstance(texts, list) and (not texts or isinstance(texts[0], str)):
         chunks = [texts[i : i + TEXT_CHUNK] for i in range(0, len(texts), TEXT_CHUNK)]
-    sh, offsets = shingle_hashes_chunks(chunks, config.shingle_size)
-    if len(offsets) < 3:
+    sk = sketch_chunks(chunks, config.shingle_size, MinHasher(config.num_perm, config.seed))
+    sigs, n = sk.signatures, len(sk.set_offsets) - 1
+    if n < 2:
         return []
-    sigs = MinHasher(config.num_perm, config.seed).signatures(sh, offsets)
-    sets, set_offsets = unique_per_document(sh, offsets)
-    del sh
-    uf = _UnionFind(len(offsets) - 1)
-
-    def similarity(a: int, b: int) -> float:
-        return jaccard_sorted(sets[set_offsets[a] : set_offsets[a + 1]], sets[set_offsets[b] : set_offsets[b + 1]])
+    uf = _UnionFind(n)
+    similarity = sk.jaccard
 
     pairs = np.array(sorted(lsh_candidate_pairs(sigs, config.bands)), dtype=np.int64).reshape(-1, 2)
     estimate = (sigs[pairs[:, 0]] == sigs[pairs[:, 1]]).mean(axis=1) if len(pairs) else np.zeros(0)
@@ -105,11 +100,11 @@ def near_duplicate_pairs(texts: list[str] | Iterable[list[str]], config: DedupCo
             uf.union(a, b)
     # the reported similarity is the measured Jaccard to the kept skill (a member joined through a
     # chain of near-duplicates may sit below the threshold to it, and the table says so)
-    return [(i, uf.find(i), similarity(i, uf.find(i))) for i in range(len(offsets) - 1) if uf.find(i) != i]
+    return [(i, uf.find(i), similarity(i, uf.find(i))) for i in range(n) if uf.find(i) != i]
 
 
 FILE_OPERATION_RULES: dict[str, re.Pattern[str]] = {
-    rule: re.compile(pattern, re.I)
+    rule: re.compile(pattern, re.IGNORECASE)
     for rule, pattern in {
         "pdf_handler": r"^(pdf|pdf[-_ ]?(tools?|processing|handler|editor|manipulation))$",
         "docx_handler": r"^(docx?|word[-_ ]?(documents?|docx?))$",

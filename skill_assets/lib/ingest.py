@@ -8,6 +8,7 @@ processes (parsing is CPU-bound and independent per file).
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
 from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
@@ -118,7 +119,9 @@ def _parsed(files: list[str], root: Path, max_bytes: int, workers: int) -> Itera
     if workers > 1 and len(files) >= PARALLEL_MIN_FILES:
         chunk = max(200, len(files) // (workers * 16))
         batches = [(files[i : i + chunk], str(root), max_bytes) for i in range(0, len(files), chunk)]
-        with ProcessPoolExecutor(workers) as pool:
+        # spawned, not forked: a forked worker maps the parent's whole heap (a Dagster run, a loaded
+        # model) and counts it in its own footprint; a spawned one holds only the parser
+        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
             for batch in pool.map(_read_batch, batches):
                 yield from batch
     else:

@@ -5,7 +5,8 @@ The stages mirror datatrove's split (signature → buckets → clusters) as func
 bytes, ``shingle_hashes_batch`` rolls 5-token shingle hashes from them; ``MinHasher.signatures`` computes one-permutation MinHash
 signatures for all documents in one vectorised pass (no Python loop per document or shingle);
 ``lsh_candidate_pairs`` buckets band signatures with ``np.unique``; ``jaccard_sorted`` verifies a
-candidate pair exactly on the two shingle sets.
+candidate pair exactly on the two shingle sets. ``sketch_chunks`` runs the first stages chunk by
+chunk so that only signatures and compact shingle sets are ever held for a whole corpus.
 
 Tokens: lower-cased runs of letters/digits, except that each CJK character is its own token, so
 Chinese text needs no segmenter.
@@ -13,8 +14,9 @@ Chinese text needs no segmenter.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
-from itertools import combinations
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from itertools import combinations, pairwise
 
 import numpy as np
 
@@ -182,7 +184,7 @@ class MinHasher:
 def lsh_candidate_pairs(signatures: np.ndarray, bands: int, max_bucket_pairs: int = 20) -> set[tuple[int, int]]:
     """Pairs of rows agreeing on at least one band. Buckets larger than ``max_bucket_pairs``
     emit a chain (consecutive members) instead of all pairs; union-find still joins them."""
-    n, num_perm = signatures.shape
+    num_perm = signatures.shape[1]
     rows = num_perm // bands
     pairs: set[tuple[int, int]] = set()
     for b in range(bands):
@@ -199,16 +201,17 @@ def lsh_candidate_pairs(signatures: np.ndarray, bands: int, max_bucket_pairs: in
             if len(members) <= max_bucket_pairs:
                 pairs.update(combinations(members, 2))
             else:
-                pairs.update(zip(members, members[1:]))
+                pairs.update(pairwise(members))
     return pairs
 
 
 def unique_per_document(sh: np.ndarray, offsets: np.ndarray, chunk: int = 4_000_000) -> tuple[np.ndarray, np.ndarray]:
-    """Each document's shingle set as a sorted, duplicate-free slice (for fast exact Jaccard).
+    """Each document's shingle set as a sorted, duplicate-free slice of 32-bit fingerprints (for exact Jaccard).
 
-    Sorted in one vectorised pass per chunk of documents by a key of (document, shingle hash);
-    the hash is cut to its top 40 bits to make room for the document index, which changes a
-    Jaccard value only on a 40-bit collision inside one document pair (~1e-9 at 1,000 shingles).
+    Sorted in one vectorised pass per chunk of documents by a key of (document, top 32 bits of the
+    shingle hash). 32 bits halve the memory of the sets that must outlive shingling; a fingerprint
+    collision between two distinct shingles of a pair of 3,000-shingle documents has probability
+    ~2e-3 and moves their Jaccard by one shingle in thousands.
     """
     n = len(offsets) - 1
     out_parts, counts = [], np.zeros(n, dtype=np.int64)
@@ -219,15 +222,67 @@ def unique_per_document(sh: np.ndarray, offsets: np.ndarray, chunk: int = 4_000_
             end += 1
         seg = sh[offsets[doc] : offsets[end]]
         local = np.repeat(np.arange(end - doc, dtype=np.uint64), np.diff(offsets[doc : end + 1]))
-        keys = np.sort((local << np.uint64(40)) | (seg >> np.uint64(24)))
+        keys = np.sort((local << np.uint64(32)) | (seg >> np.uint64(32)))
         keep = np.ones(len(keys), dtype=bool)
         keep[1:] = keys[1:] != keys[:-1]
         keys = keys[keep]
-        counts[doc:end] = np.bincount((keys >> np.uint64(40)).astype(np.int64), minlength=end - doc)
-        out_parts.append(keys & np.uint64((1 << 40) - 1))
+        counts[doc:end] = np.bincount((keys >> np.uint64(32)).astype(np.int64), minlength=end - doc)
+        out_parts.append((keys & np.uint64(0xFFFFFFFF)).astype(np.uint32))
         doc = end
     uniq_offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-    return (np.concatenate(out_parts) if out_parts else np.zeros(0, dtype=np.uint64)), uniq_offsets
+    return (np.concatenate(out_parts) if out_parts else np.zeros(0, dtype=np.uint32)), uniq_offsets
+
+
+@dataclass
+class Sketches:
+    """What near-duplicate detection keeps of each document: its signature and its shingle set."""
+
+    signatures: np.ndarray  # (documents × num_perm) uint32
+    sets: np.ndarray  # concatenated sorted 32-bit shingle fingerprints (``unique_per_document``)
+    set_offsets: np.ndarray
+
+    def jaccard(self, a: int, b: int) -> float:
+        s, o = self.sets, self.set_offsets
+        return jaccard_sorted(s[o[a] : o[a + 1]], s[o[b] : o[b + 1]])
+
+
+#: characters tokenised at a time: the byte-level intermediates take ~40 bytes per input byte, so
+#: this caps them near 250 MB whatever the document count (a corpus sorted longest-first puts
+#: its largest files together)
+CHAR_BUDGET = 6_000_000
+
+
+def _by_char_budget(texts: list[str], budget: int = CHAR_BUDGET) -> Iterator[list[str]]:
+    start, used = 0, 0
+    for i, t in enumerate(texts):
+        if used and used + len(t) > budget:
+            yield texts[start:i]
+            start, used = i, 0
+        used += len(t)
+    if start < len(texts):
+        yield texts[start:]
+
+
+def sketch_chunks(chunks: Iterable[list[str]], size: int, hasher: MinHasher) -> Sketches:
+    """Shingle, sign and set-ify consecutive chunks of documents in one pass.
+
+    Only the sketches outlive a chunk: the raw shingle hashes (8 bytes each, with repeats) and the
+    signing intermediates are never held for the whole corpus, which is what bounds peak memory
+    at 100K files.
+    """
+    if size > len(_MIX):
+        raise ValueError(f"shingle size at most {len(_MIX)}")
+    sigs, sets, set_offsets, total = [], [], [np.zeros(1, dtype=np.int64)], 0
+    for texts in (part for chunk in chunks for part in _by_char_budget(chunk)):
+        sh, off = _shingle_chunk(texts, size)
+        sigs.append(hasher.signatures(sh, off))
+        uniq, uniq_off = unique_per_document(sh, off)
+        del sh
+        sets.append(uniq)
+        set_offsets.append(uniq_off[1:] + total)
+        total += len(uniq)
+    return Sketches(np.concatenate(sigs) if sigs else np.zeros((0, hasher.num_perm), dtype=np.uint32),
+                    np.concatenate(sets) if sets else np.zeros(0, dtype=np.uint32), np.concatenate(set_offsets))
 
 
 def jaccard_sorted(a: np.ndarray, b: np.ndarray) -> float:

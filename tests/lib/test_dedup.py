@@ -329,5 +329,5 @@ def test_unique_per_document_matches_numpy_unique_across_chunks():
     offsets = np.concatenate([[0], np.cumsum([len(d) for d in docs])]).astype(np.int64)
     sets, set_off = unique_per_document(sh, offsets, chunk=100)  # forces several chunks
     for i, d in enumerate(docs):
-        expected = np.unique(d >> np.uint64(24))
+        expected = np.unique((d >> np.uint64(32)).astype(np.uint32))
         assert np.array_equal(sets[set_off[i] : set_off[i + 1]], expected)

@@ -28,7 +28,8 @@ def _is_lock_error(exc: Exception) -> bool:
 
 
 @contextmanager
-def connect(path: str | Path, read_only: bool = False, wait_s: float = LOCK_WAIT_S) -> Iterator[duckdb.DuckDBPyConnection]:
+def connect(path: str | Path, read_only: bool = False, wait_s: float = LOCK_WAIT_S,
+            memory_limit: str = MEMORY_LIMIT) -> Iterator[duckdb.DuckDBPyConnection]:
     path = Path(path)
     if read_only and not path.exists():
         raise FileNotFoundError(f"DuckDB store {path} does not exist yet: materialize the assets first")
@@ -37,7 +38,7 @@ def connect(path: str | Path, read_only: bool = False, wait_s: float = LOCK_WAIT
     delay = 0.05
     while True:
         try:
-            con = duckdb.connect(str(path), read_only=read_only, config={"memory_limit": MEMORY_LIMIT})
+            con = duckdb.connect(str(path), read_only=read_only, config={"memory_limit": memory_limit})
             break
         except (duckdb.IOException, duckdb.ConnectionException) as exc:
             if not _is_lock_error(exc) or time.monotonic() > deadline:
@@ -105,13 +106,18 @@ def replace_partition(path: str | Path, name: str, frame: pl.DataFrame, key: str
         con.unregister("_incoming")
 
 
+def insert_frame(con: duckdb.DuckDBPyConnection, name: str, frame: pl.DataFrame) -> None:
+    """Append ``frame`` to table ``name`` on an open connection, creating it with ``frame``'s columns if needed."""
+    con.register("_incoming", frame.to_arrow())
+    con.execute(f'CREATE TABLE IF NOT EXISTS "{name}" AS SELECT * FROM _incoming LIMIT 0')
+    con.execute(f'INSERT INTO "{name}" SELECT * FROM _incoming')
+    con.unregister("_incoming")
+
+
 def append_rows(path: str | Path, name: str, frame: pl.DataFrame) -> None:
-    """Append ``frame`` to table ``name``, creating it with ``frame``'s columns if needed."""
+    """Append ``frame`` to table ``name`` in a connection of its own."""
     with connect(path) as con:
-        con.register("_incoming", frame.to_arrow())
-        con.execute(f'CREATE TABLE IF NOT EXISTS "{name}" AS SELECT * FROM _incoming LIMIT 0')
-        con.execute(f'INSERT INTO "{name}" SELECT * FROM _incoming')
-        con.unregister("_incoming")
+        insert_frame(con, name, frame)
 
 
 def promote_table(path: str | Path, staging: str, name: str) -> None:

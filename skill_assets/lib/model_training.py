@@ -4,26 +4,50 @@ Framework-free so the Dagster assets, the smoke benchmark and the tests share on
 Queries are dicts with ``query_id``, ``query``, ``skill_ids``, ``skip_partners``, ``direction``
 and ``k``; skills are dicts with ``skill_id``, ``name``, ``description``, ``body`` and
 ``super_domain``. The saved folder loads with ``SentenceTransformer(path)`` / ``CrossEncoder(path)``
-and carries ``skill_assets_card.json`` (base model, variant, loss, hyper-parameters, timing).
+and carries ``skill_assets_card.json`` (base model, variant, loss, hyper-parameters, timing,
+held-out figures).
+
+The benchmark's dev queries, or where it has none a fixed share of the training queries
+(``dev_fraction``, picked by a seeded hash of the query id), are held out from training; the loop scores NDCG@10 on it over the training pool and keeps the best
+weights, the starting model included (see ``training_loop``). Test queries are never looked at.
 """
 from __future__ import annotations
 
 import json
 import random
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from skill_assets.lib.embedder_training import build_loss as embedder_loss
-from skill_assets.lib.embedder_training import embedder_batch_loss, make_batches, make_examples
-from skill_assets.lib.hard_negatives import mine_r3_negatives, mine_skillrouter_negatives
+from skill_assets.lib.embedder_training import (
+    embedder_batch_loss,
+    make_batches,
+    make_examples,
+)
+from skill_assets.lib.hard_negatives import (
+    mine_r3_negatives,
+    mine_skillrouter_negatives,
+)
 from skill_assets.lib.hashing import digest
-from skill_assets.lib.reranker_training import build_list, reranker_batch_loss, shuffled_skip_partners
+from skill_assets.lib.metrics import mean_metrics, per_query_metrics
+from skill_assets.lib.reranker_training import (
+    build_list,
+    reranker_batch_loss,
+    shuffled_skip_partners,
+)
 from skill_assets.lib.reranker_training import build_loss as reranker_loss
-from skill_assets.lib.retrieval import bm25_rank, dense_rank
+from skill_assets.lib.retrieval import bm25_rank, dense_rank, rerank
 from skill_assets.lib.skill_text import ENCODER_CAPS, RERANKER_CAPS, skill_document
-from skill_assets.lib.training_loop import OptimConfig, enable_gpu_settings, run_training, training_device
+from skill_assets.lib.training_loop import (
+    OptimConfig,
+    enable_gpu_settings,
+    evaluation_interval,
+    run_training,
+    training_device,
+)
 from skill_assets.lib.variants import EmbedderVariant, RerankerVariant
 
 
@@ -35,6 +59,8 @@ class TrainingSettings:
     checkpoint_every: int = 20
     seed: int = 0
     query_prompt: str = ""
+    dev_fraction: float = 0.1
+    dev_evaluations: int = 10
 
 
 @dataclass
@@ -54,6 +80,58 @@ def load_bi_encoder(name_or_path: str, max_seq_length: int | None = None):
     if max_seq_length:
         model.max_seq_length = max_seq_length
     return model
+
+
+@contextmanager
+def truncated(model, length: int | None) -> Iterator[None]:
+    """Cap the model's input length (``max_seq_length``, bi- and cross-encoders alike) for a training step only.
+
+    ``TrainingSettings.max_seq_length`` trades context for speed while training; the saved model
+    and its held-out scoring keep the base model's own length, so a smoke setting never changes
+    how the trained model reads skills at serving time."""
+    native = model.max_seq_length
+    if length:
+        model.max_seq_length = min(native, length) if native else length
+    try:
+        yield
+    finally:
+        model.max_seq_length = native
+
+
+def dev_slice(queries: list[dict], fraction: float, seed: int) -> tuple[list[dict], list[dict]]:
+    """(train, dev): ``round(fraction · n)`` queries held out, none when that is 0 or all of them.
+
+    The choice hashes each query id with the seed, so it does not move when queries are reordered
+    or added elsewhere, and the embedder and the reranker hold out the same queries."""
+    n_dev = round(len(queries) * fraction)
+    if n_dev == 0 or n_dev >= len(queries):
+        return queries, []
+    held = {q["query_id"] for q in sorted(queries, key=lambda q: digest(f"{seed}:{q['query_id']}"))[:n_dev]}
+    return [q for q in queries if q["query_id"] not in held], [q for q in queries if q["query_id"] in held]
+
+
+def _ndcg10(rankings: list[list[str]], queries: list[dict]) -> float:
+    return mean_metrics(per_query_metrics(rankings, [set(q["skill_ids"]) for q in queries], (10,)))["ndcg@10"]
+
+
+RERANK_DEPTH = 20  # the first-stage candidates a reranker rescores (both papers)
+
+
+def first_stage_rankings(first_stage, skills: list[dict], queries: list[dict], query_prompt: str, depth: int) -> list:
+    docs = [skill_document(s["name"], s["description"], s["body"], ENCODER_CAPS) for s in skills]
+    return dense_rank([s["skill_id"] for s in skills], first_stage.encode(docs, normalize_embeddings=True),
+                      first_stage.encode([query_prompt + q["query"] for q in queries], normalize_embeddings=True),
+                      depth)
+
+
+def embedder_ndcg10(model, skills: list[dict], queries: list[dict], query_prompt: str = "") -> float:
+    """NDCG@10 of a bi-encoder retrieving the queries' ground truth from ``skills``."""
+    runs = first_stage_rankings(model, skills, queries, query_prompt, 10)
+    return _ndcg10([[sid for sid, _ in r] for r in runs], queries)
+
+
+def _selection_card(outcome, dev: list[dict]) -> dict:
+    return {"dev_queries": len(dev), "dev_ndcg10_by_step": outcome.dev_scores, "selected_step": outcome.selected_step}
 
 
 def _finish(model, out_dir: Path, checkpoint: Path, card: dict, outcome) -> TrainedModel:
@@ -87,34 +165,40 @@ def mine_embedder_negatives(variant: EmbedderVariant, queries: list[dict], skill
 
 def train_embedder(variant: EmbedderVariant, queries: list[dict], skills: list[dict], base_model: str,
                    teacher_model: str, out_dir: Path, settings: TrainingSettings = TrainingSettings(),
-                   log: Callable[[str], None] = lambda _: None) -> TrainedModel:
+                   log: Callable[[str], None] = lambda _: None,
+                   dev_queries: list[dict] | None = None) -> TrainedModel:
+    queries, dev = (queries, dev_queries) if dev_queries else dev_slice(queries, settings.dev_fraction, settings.seed)
     teacher = load_bi_encoder(teacher_model, settings.max_seq_length)
     negatives, removed = mine_embedder_negatives(variant, queries, skills, teacher, settings)
     del teacher
     texts = {s["skill_id"]: skill_document(s["name"], s["description"], s["body"], ENCODER_CAPS) for s in skills}
-    model = load_bi_encoder(base_model, settings.max_seq_length)
+    model = load_bi_encoder(base_model)
     enable_gpu_settings(model)
     loss = embedder_loss(variant.loss, variant.temperature, variant.sibling_weight)
     batches = make_batches(make_examples(queries, negatives, settings.seed), settings.batch_size, settings.epochs,
                            settings.seed)
     fingerprint = digest(json.dumps([asdict(variant), asdict(settings), base_model, [b.queries for b in batches]]))
     checkpoint = out_dir.with_name(f"{out_dir.name}.checkpoint.pt")
-    outcome = run_training(model, batches, lambda b: embedder_batch_loss(model, loss, b, texts, settings.query_prompt),
+    evaluate = (lambda: embedder_ndcg10(model, skills, dev, settings.query_prompt)) if dev else None
+
+    def batch_loss(batch):
+        with truncated(model, settings.max_seq_length):
+            return embedder_batch_loss(model, loss, batch, texts, settings.query_prompt)
+
+    outcome = run_training(model, batches, batch_loss,
                            OptimConfig(variant.learning_rate, checkpoint_every=settings.checkpoint_every),
-                           checkpoint, fingerprint, log)
+                           checkpoint, fingerprint, log, evaluate,
+                           evaluation_interval(len(batches), settings.dev_evaluations))
     card = {"kind": "embedder", **asdict(variant), "base_model": base_model, "teacher": teacher_model,
             "train_queries": len(queries), **asdict(settings), "wall_s": outcome.wall_s,
-            "negatives_removed": dict(removed)}
+            "negatives_removed": dict(removed), **_selection_card(outcome, dev)}
     return _finish(model, out_dir, checkpoint, card, outcome)
 
 
 def reranker_lists(variant: RerankerVariant, queries: list[dict], skills: list[dict], first_stage,
                    settings: TrainingSettings) -> list:
-    docs = [skill_document(s["name"], s["description"], s["body"], ENCODER_CAPS) for s in skills]
     rr_ids = {s["skill_id"] for s in skills}
-    top = dense_rank([s["skill_id"] for s in skills], first_stage.encode(docs, normalize_embeddings=True),
-                     first_stage.encode([settings.query_prompt + q["query"] for q in queries], normalize_embeddings=True),
-                     variant.list_size)
+    top = first_stage_rankings(first_stage, skills, queries, settings.query_prompt, variant.list_size)
     shuffled = shuffled_skip_partners(queries, settings.seed) if variant.skip_labels == "shuffled" else {}
     lists = []
     for q, ranking in zip(queries, top):
@@ -124,29 +208,47 @@ def reranker_lists(variant: RerankerVariant, queries: list[dict], skills: list[d
     return lists
 
 
+def reranker_ndcg10(model, queries: list[dict], first_stage: list, skill_text: dict[str, str]) -> float:
+    """NDCG@10 of a cross-encoder rescoring each query's first-stage candidates."""
+    runs = rerank([q["query"] for q in queries], first_stage, skill_text,
+                  lambda pairs: model.predict(pairs, show_progress_bar=False), RERANK_DEPTH)
+    return _ndcg10([[sid for sid, _ in r] for r in runs], queries)
+
+
 def train_reranker(variant: RerankerVariant, queries: list[dict], skills: list[dict], base_model: str,
                    first_stage_model: str, out_dir: Path, settings: TrainingSettings = TrainingSettings(),
-                   log: Callable[[str], None] = lambda _: None) -> TrainedModel:
+                   log: Callable[[str], None] = lambda _: None,
+                   dev_queries: list[dict] | None = None) -> TrainedModel:
     from sentence_transformers import CrossEncoder
 
+    queries, dev = (queries, dev_queries) if dev_queries else dev_slice(queries, settings.dev_fraction, settings.seed)
     first_stage = load_bi_encoder(first_stage_model, settings.max_seq_length)
     lists = reranker_lists(variant, queries, skills, first_stage, settings)
+    dev_first_stage = first_stage_rankings(first_stage, skills, dev, settings.query_prompt, RERANK_DEPTH) if dev else []
     del first_stage
     rr_texts = {s["skill_id"]: skill_document(s["name"], s["description"], s["body"], RERANKER_CAPS) for s in skills}
     rng = random.Random(settings.seed)
     order = [i for _ in range(settings.epochs) for i in rng.sample(range(len(lists)), len(lists))]
     per_batch = max(1, settings.batch_size // 4)
     batches = [[lists[i] for i in order[s : s + per_batch]] for s in range(0, len(order), per_batch)]
-    model = CrossEncoder(base_model, num_labels=1, max_length=settings.max_seq_length, device=training_device())
+    model = CrossEncoder(base_model, num_labels=1, device=training_device())
     enable_gpu_settings(model)
     loss = reranker_loss(variant.loss)
     fingerprint = digest(json.dumps([asdict(variant), asdict(settings), base_model,
                                      [[lst.skill_ids for lst in b] for b in batches]]))
     checkpoint = out_dir.with_name(f"{out_dir.name}.checkpoint.pt")
-    outcome = run_training(model, batches, lambda b: reranker_batch_loss(model, loss, b, rr_texts),
+    evaluate = (lambda: reranker_ndcg10(model, dev, dev_first_stage, rr_texts)) if dev else None
+
+    def batch_loss(batch):
+        with truncated(model, settings.max_seq_length):
+            return reranker_batch_loss(model, loss, batch, rr_texts)
+
+    outcome = run_training(model, batches, batch_loss,
                            OptimConfig(variant.learning_rate, checkpoint_every=settings.checkpoint_every),
-                           checkpoint, fingerprint, log)
+                           checkpoint, fingerprint, log, evaluate,
+                           evaluation_interval(len(batches), settings.dev_evaluations))
     card = {"kind": "reranker", **asdict(variant), "base_model": base_model, "first_stage": first_stage_model,
             "train_queries": len(queries), **asdict(settings), "wall_s": outcome.wall_s,
-            "skip_partner_items": sum(1 for lst in lists for lab in lst.labels if lab == 1)}
+            "skip_partner_items": sum(1 for lst in lists for lab in lst.labels if lab == 1),
+            **_selection_card(outcome, dev)}
     return _finish(model, out_dir, checkpoint, card, outcome)

@@ -5,13 +5,20 @@ masks built from skill ids, which do not fit its column-per-input datasets. The 
 recipe's optimiser (AdamW, weight decay 0.01, cosine schedule with 5% warm-up), turns on bf16
 and gradient checkpointing on CUDA, and checkpoints atomically so an interrupted run resumes
 from its last checkpoint with the same batch order.
+
+Model selection: given an ``evaluate`` callback (a score on held-out queries, higher is better),
+the loop scores the starting weights and every ``eval_every`` steps, and ends with the best-scoring
+weights restored. Starting weights count as a candidate, so fine-tuning that only overfits a
+small training set (too many steps or too high a learning rate for its size) never ships a model
+worse on held-out data than the one it started from; ties keep the earlier weights.
 """
 from __future__ import annotations
 
+import math
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
@@ -51,18 +58,34 @@ class TrainingOutcome:
     resumed_from_step: int
     losses: list[float]
     wall_s: float
+    dev_scores: list[tuple[int, float]] = field(default_factory=list)  # (step, held-out score)
+    selected_step: int | None = None  # the step whose weights were kept; None without evaluation
+
+
+def evaluation_interval(total_steps: int, evaluations: int) -> int:
+    """Steps between held-out evaluations so that a run is scored about ``evaluations`` times."""
+    return max(1, math.ceil(total_steps / max(1, evaluations)))
+
+
+def _cpu_copy(model: torch.nn.Module) -> dict[str, torch.Tensor]:
+    return {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()}
 
 
 def run_training(model: torch.nn.Module, batches: list, loss_for_batch: Callable[[object], torch.Tensor],
                  optim: OptimConfig, checkpoint_path: Path, fingerprint: str,
-                 log: Callable[[str], None] = lambda _: None) -> TrainingOutcome:
-    """Train over the fixed batch list; resume from ``checkpoint_path`` when its fingerprint matches."""
+                 log: Callable[[str], None] = lambda _: None, evaluate: Callable[[], float] | None = None,
+                 eval_every: int = 1) -> TrainingOutcome:
+    """Train over the fixed batch list; resume from ``checkpoint_path`` when its fingerprint matches.
+
+    With ``evaluate``, keep the best-scoring weights (see the module docstring)."""
     started = time.perf_counter()
     params = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(params, lr=optim.learning_rate, weight_decay=optim.weight_decay)
     total = max(1, len(batches))
     scheduler = get_cosine_schedule_with_warmup(optimizer, int(total * optim.warmup_ratio), total)
     start = 0
+    best: dict | None = None  # {"score", "step", "state"} of the best evaluated weights
+    dev_scores: list[tuple[int, float]] = []
     if checkpoint_path.exists():
         state = torch.load(checkpoint_path, map_location="cpu", weights_only=False)
         if state.get("fingerprint") == fingerprint:
@@ -70,7 +93,20 @@ def run_training(model: torch.nn.Module, batches: list, loss_for_batch: Callable
             optimizer.load_state_dict(state["optimizer"])
             scheduler.load_state_dict(state["scheduler"])
             start = state["step"]
+            best, dev_scores = state.get("best"), [tuple(x) for x in state.get("dev_scores", [])]
             log(f"resuming from checkpoint at step {start}/{total}")
+
+    def score(step: int) -> None:
+        nonlocal best
+        value = float(evaluate())
+        model.train()
+        dev_scores.append((step, value))
+        log(f"step {step}/{total} held-out score {value:.4f}")
+        if best is None or value > best["score"]:
+            best = {"score": value, "step": step, "state": _cpu_copy(model)}
+
+    if evaluate is not None and start == 0:
+        score(0)
     use_bf16 = bf16_enabled()
     losses: list[float] = []
     model.train()
@@ -83,17 +119,25 @@ def run_training(model: torch.nn.Module, batches: list, loss_for_batch: Callable
         scheduler.step()
         optimizer.zero_grad(set_to_none=True)
         losses.append(float(loss.detach()))
-        if (step + 1) % optim.checkpoint_every == 0 and step + 1 < len(batches):
-            _save_checkpoint(checkpoint_path, model, optimizer, scheduler, step + 1, fingerprint)
-        if (step + 1) % 10 == 0:
-            log(f"step {step + 1}/{total} loss {losses[-1]:.4f}")
+        done = step + 1
+        if done % 10 == 0:
+            log(f"step {done}/{total} loss {losses[-1]:.4f}")
+        if evaluate is not None and (done % eval_every == 0 or done == len(batches)):
+            score(done)
+        if done % optim.checkpoint_every == 0 and done < len(batches):
+            _save_checkpoint(checkpoint_path, {
+                "model": model.state_dict(), "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
+                "step": done, "fingerprint": fingerprint, "best": best, "dev_scores": dev_scores})
+    if best is not None:
+        model.load_state_dict(best["state"])
+        log(f"kept the weights of step {best['step']} (held-out score {best['score']:.4f})")
     model.eval()
-    return TrainingOutcome(len(batches), start, losses, time.perf_counter() - started)
+    return TrainingOutcome(len(batches), start, losses, time.perf_counter() - started, dev_scores,
+                           best["step"] if best is not None else None)
 
 
-def _save_checkpoint(path: Path, model, optimizer, scheduler, step: int, fingerprint: str) -> None:
+def _save_checkpoint(path: Path, state: dict) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
-    torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(),
-                "scheduler": scheduler.state_dict(), "step": step, "fingerprint": fingerprint}, tmp)
+    torch.save(state, tmp)
     os.replace(tmp, path)

@@ -5,14 +5,20 @@ Models are files (sentence-transformers folders under ``models/`` beside the Duc
 carry a ``skill_assets/compute: gpu`` tag so a deployment can route them to a GPU pool; bf16 and
 gradient checkpointing switch on by themselves when CUDA is present.
 """
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import dagster as dg
+from pydantic import Field
 
 from skill_assets.defs.resources import DUCKDB_WRITER_TAG, DuckDBStore, ModelSettings
 from skill_assets.defs.training.partitions import embedder_variants, reranker_variants
 from skill_assets.lib import store as store_lib
-from skill_assets.lib.model_training import TrainedModel, TrainingSettings, train_embedder, train_reranker
+from skill_assets.lib.model_training import (
+    TrainedModel,
+    TrainingSettings,
+    train_embedder,
+    train_reranker,
+)
 from skill_assets.lib.tables import frame
 from skill_assets.lib.variants import EMBEDDER_VARIANTS, RERANKER_VARIANTS
 
@@ -26,20 +32,25 @@ class TrainingConfig(dg.Config):
     max_seq_length: int = 256
     checkpoint_every: int = 20
     seed: int = 0
+    dev_fraction: float = Field(default=0.1, description="share of train queries held out to pick the best "
+                                "checkpoint when benchmark_queries has no dev split")
+    dev_evaluations: int = Field(default=10, description="held-out evaluations over a run (plus one at the start)")
 
     def settings(self, models: ModelSettings) -> TrainingSettings:
         return TrainingSettings(self.epochs, self.batch_size, self.max_seq_length, self.checkpoint_every, self.seed,
-                                models.query_prompt)
+                                models.query_prompt, self.dev_fraction, self.dev_evaluations)
 
 
-def train_data(store: DuckDBStore) -> tuple[list[dict], list[dict]]:
+def train_data(store: DuckDBStore) -> tuple[list[dict], list[dict], list[dict]]:
+    """(train queries, dev queries, train-pool skills); dev is empty unless the splits made one."""
     queries = store.query("SELECT * FROM benchmark_queries WHERE split = 'train' ORDER BY query_id").to_dicts()
+    dev = store.query("SELECT * FROM benchmark_queries WHERE split = 'dev' ORDER BY query_id").to_dicts()
     if not queries:
         raise dg.Failure("benchmark_queries has no train queries: every WRITE was excluded or SKIPped "
                          "(see query_audit.reasons); nothing to train on")
     skills = store.query("""SELECT s.skill_id, s.name, s.description, s.body, p.super_domain FROM skills s
                             JOIN skill_pools p USING (skill_id) WHERE p.pool = 'train' ORDER BY skill_id""").to_dicts()
-    return queries, skills
+    return queries, dev, skills
 
 
 def latest_model_path(store: DuckDBStore, table: str, variant: str) -> str | None:
@@ -49,17 +60,20 @@ def latest_model_path(store: DuckDBStore, table: str, variant: str) -> str | Non
     return rows["path"][0] if rows.height else None
 
 
-def _register(store: DuckDBStore, table: str, variant: str, base: str, loss: str, n_queries: int,
+def _register(store: DuckDBStore, table: str, variant: str, base: str, loss: str,
               trained: TrainedModel) -> dg.MaterializeResult:
+    """One registry row per variant; metadata adds the held-out selection and the mining filter counts."""
+    n_queries = trained.card["train_queries"]
     store_lib.upsert_rows(store.path, table, frame(table, [{
         "variant": variant, "path": str(trained.path), "base_model": base, "loss": loss, "train_queries": n_queries,
         "steps": trained.steps, "final_loss": trained.final_loss, "wall_s": trained.wall_s,
-        "trained_at": datetime.now(timezone.utc)}]), "variant")
+        "trained_at": datetime.now(UTC)}]), "variant")
     extra = {f"negatives_removed/{k}": v for k, v in trained.card.get("negatives_removed", {}).items()}
     return dg.MaterializeResult(metadata={
         "path": dg.MetadataValue.path(str(trained.path)), "train_queries": n_queries, "steps": trained.steps,
         "resumed_from_step": trained.resumed_from_step, "final_loss": trained.final_loss,
-        "wall_s": round(trained.wall_s, 2), "card": dg.MetadataValue.json(trained.card), **extra})
+        "wall_s": round(trained.wall_s, 2), "dev_queries": trained.card["dev_queries"],
+        "selected_step": trained.card["selected_step"], "card": dg.MetadataValue.json(trained.card), **extra})
 
 
 @dg.asset(group_name=GROUP, kinds={"pytorch", "sentence_transformers"}, partitions_def=embedder_variants,
@@ -67,11 +81,11 @@ def _register(store: DuckDBStore, table: str, variant: str, base: str, loss: str
 def embedder(context: dg.AssetExecutionContext, config: TrainingConfig, store: DuckDBStore, models: ModelSettings):
     """A fine-tuned bi-encoder for the partition's recipe (R3 multi-positive InfoNCE by default)."""
     variant = EMBEDDER_VARIANTS[context.partition_key]
-    queries, skills = train_data(store)
+    queries, dev, skills = train_data(store)
     trained = train_embedder(variant, queries, skills, models.embedder, models.teacher,
                              store.artifacts_dir / "models" / "embedder" / variant.name, config.settings(models),
-                             context.log.info)
-    return _register(store, "embedder", variant.name, models.embedder, variant.loss, len(queries), trained)
+                             context.log.info, dev)
+    return _register(store, "embedder", variant.name, models.embedder, variant.loss, trained)
 
 
 @dg.asset(group_name=GROUP, kinds={"pytorch", "sentence_transformers"}, partitions_def=reranker_variants,
@@ -80,9 +94,9 @@ def embedder(context: dg.AssetExecutionContext, config: TrainingConfig, store: D
 def reranker(context: dg.AssetExecutionContext, config: TrainingConfig, store: DuckDBStore, models: ModelSettings):
     """A fine-tuned cross-encoder for the partition's recipe (R3 graded ListNet by default)."""
     variant = RERANKER_VARIANTS[context.partition_key]
-    queries, skills = train_data(store)
+    queries, dev, skills = train_data(store)
     first_stage = latest_model_path(store, "embedder", "r3") or models.embedder
     trained = train_reranker(variant, queries, skills, models.reranker_base, first_stage,
                              store.artifacts_dir / "models" / "reranker" / variant.name, config.settings(models),
-                             context.log.info)
-    return _register(store, "reranker", variant.name, models.reranker_base, variant.loss, len(queries), trained)
+                             context.log.info, dev)
+    return _register(store, "reranker", variant.name, models.reranker_base, variant.loss, trained)

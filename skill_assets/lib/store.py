@@ -45,6 +45,7 @@ def connect(path: str | Path, read_only: bool = False, wait_s: float = LOCK_WAIT
                 raise
             time.sleep(delay * (1 + random.random()))
             delay = min(delay * 2, 2.0)
+    con.execute("SET enable_progress_bar = false")  # library queries must not write to the caller's stdout
     try:
         yield con
     finally:

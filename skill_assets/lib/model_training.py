@@ -5,7 +5,7 @@ Queries are dicts with ``query_id``, ``query``, ``skill_ids``, ``skip_partners``
 and ``k``; skills are dicts with ``skill_id``, ``name``, ``description``, ``body`` and
 ``super_domain``. The saved folder loads with ``SentenceTransformer(path)`` / ``CrossEncoder(path)``
 and carries ``skill_assets_card.json`` (base model, variant, loss, hyper-parameters, timing,
-held-out figures).
+held-out figures, and the caller's ``provenance``: data and code versions).
 
 The benchmark's dev queries, or where it has none a fixed share of the training queries
 (``dev_fraction``, picked by a seeded hash of the query id), are held out from training; the loop scores NDCG@10 on it over the training pool and keeps the best
@@ -134,9 +134,27 @@ def _selection_card(outcome, dev: list[dict]) -> dict:
     return {"dev_queries": len(dev), "dev_ndcg10_by_step": outcome.dev_scores, "selected_step": outcome.selected_step}
 
 
+def model_card(card: dict) -> str:
+    """README.md for the saved folder. sentence-transformers would keep the base model's card, which
+    describes a different model; this one says what was trained, on which data, and how it scored."""
+    front = {"library_name": "sentence-transformers", "base_model": card["base_model"],
+             "pipeline_tag": "sentence-similarity" if card["kind"] == "embedder" else "text-ranking",
+             "tags": ["skill-routing", "skill-assets", f"variant-{card['name']}"]}
+    rows = "\n".join(f"| `{k}` | {json.dumps(v, default=str)} |" for k, v in card.items())
+    selected = card.get("selected_step")
+    selection = (f"Weights of step {selected} of {card['steps']}, the best NDCG@10 on {card['dev_queries']} held-out "
+                 "training queries (step 0 is the base model)." if selected is not None
+                 else "No held-out queries: the weights after the last step.")
+    return (f"---\n{json.dumps(front)}\n---\n\n# skill-assets {card['kind']}: `{card['name']}`\n\n"
+            f"The {card['kind']} of skill-assets for routing requests to agent skills, fine-tuned from `{card['base_model']}` with "
+            f"`{card['loss']}` (ablation {card['ablation']}). {selection}\n\n| field | value |\n|---|---|\n{rows}\n")
+
+
 def _finish(model, out_dir: Path, checkpoint: Path, card: dict, outcome) -> TrainedModel:
+    card = {**card, "steps": outcome.steps}
     model.save(str(out_dir))
     (out_dir / "skill_assets_card.json").write_text(json.dumps(card, indent=2, default=str))
+    (out_dir / "README.md").write_text(model_card(card), encoding="utf-8")
     checkpoint.unlink(missing_ok=True)
     return TrainedModel(out_dir, outcome.steps, outcome.resumed_from_step,
                         outcome.losses[-1] if outcome.losses else None, outcome.wall_s, card)
@@ -166,7 +184,7 @@ def mine_embedder_negatives(variant: EmbedderVariant, queries: list[dict], skill
 def train_embedder(variant: EmbedderVariant, queries: list[dict], skills: list[dict], base_model: str,
                    teacher_model: str, out_dir: Path, settings: TrainingSettings = TrainingSettings(),
                    log: Callable[[str], None] = lambda _: None,
-                   dev_queries: list[dict] | None = None) -> TrainedModel:
+                   dev_queries: list[dict] | None = None, provenance: dict | None = None) -> TrainedModel:
     queries, dev = (queries, dev_queries) if dev_queries else dev_slice(queries, settings.dev_fraction, settings.seed)
     teacher = load_bi_encoder(teacher_model, settings.max_seq_length)
     negatives, removed = mine_embedder_negatives(variant, queries, skills, teacher, settings)
@@ -191,7 +209,7 @@ def train_embedder(variant: EmbedderVariant, queries: list[dict], skills: list[d
                            evaluation_interval(len(batches), settings.dev_evaluations))
     card = {"kind": "embedder", **asdict(variant), "base_model": base_model, "teacher": teacher_model,
             "train_queries": len(queries), **asdict(settings), "wall_s": outcome.wall_s,
-            "negatives_removed": dict(removed), **_selection_card(outcome, dev)}
+            "negatives_removed": dict(removed), **_selection_card(outcome, dev), **(provenance or {})}
     return _finish(model, out_dir, checkpoint, card, outcome)
 
 
@@ -218,7 +236,7 @@ def reranker_ndcg10(model, queries: list[dict], first_stage: list, skill_text: d
 def train_reranker(variant: RerankerVariant, queries: list[dict], skills: list[dict], base_model: str,
                    first_stage_model: str, out_dir: Path, settings: TrainingSettings = TrainingSettings(),
                    log: Callable[[str], None] = lambda _: None,
-                   dev_queries: list[dict] | None = None) -> TrainedModel:
+                   dev_queries: list[dict] | None = None, provenance: dict | None = None) -> TrainedModel:
     from sentence_transformers import CrossEncoder
 
     queries, dev = (queries, dev_queries) if dev_queries else dev_slice(queries, settings.dev_fraction, settings.seed)
@@ -250,5 +268,5 @@ def train_reranker(variant: RerankerVariant, queries: list[dict], skills: list[d
     card = {"kind": "reranker", **asdict(variant), "base_model": base_model, "first_stage": first_stage_model,
             "train_queries": len(queries), **asdict(settings), "wall_s": outcome.wall_s,
             "skip_partner_items": sum(1 for lst in lists for lab in lst.labels if lab == 1),
-            **_selection_card(outcome, dev)}
+            **_selection_card(outcome, dev), **(provenance or {})}
     return _finish(model, out_dir, checkpoint, card, outcome)

@@ -42,6 +42,8 @@ def test_embedder_variant_trains_saves_and_reloads(tmp_path, name):
     # one of the six queries is held out and scored at the start, after each step; the best is kept
     assert card["train_queries"] == 5 and card["dev_queries"] == 1
     assert [step for step, _ in card["dev_ndcg10_by_step"]] == [0, 1, 2] and card["selected_step"] in (0, 1, 2)
+    readme = (trained.path / "README.md").read_text()  # our card, not the base model's
+    assert f"embedder: `{name}`" in readme and "held-out" in readme and "s2orc" not in readme
     reloaded = SentenceTransformer(str(trained.path))
     assert reloaded.max_seq_length == SentenceTransformer(base).max_seq_length  # trained at 48, serves at its own
     emb = reloaded.encode(["docker networking"], normalize_embeddings=True)

@@ -19,6 +19,8 @@ from skill_assets.lib.model_training import (
     train_embedder,
     train_reranker,
 )
+from skill_assets.lib.provenance import code_version
+from skill_assets.lib.release import release_version
 from skill_assets.lib.tables import frame
 from skill_assets.lib.variants import EMBEDDER_VARIANTS, RERANKER_VARIANTS
 
@@ -39,6 +41,11 @@ class TrainingConfig(dg.Config):
     def settings(self, models: ModelSettings) -> TrainingSettings:
         return TrainingSettings(self.epochs, self.batch_size, self.max_seq_length, self.checkpoint_every, self.seed,
                                 models.query_prompt, self.dev_fraction, self.dev_evaluations)
+
+
+def provenance(store: DuckDBStore) -> dict:
+    """The versions benchmark_metrics stamps on its figures, so a model card names the data it saw."""
+    return {"data_version": release_version(store.read("benchmark_queries")), "code_version": code_version()}
 
 
 def train_data(store: DuckDBStore) -> tuple[list[dict], list[dict], list[dict]]:
@@ -84,7 +91,7 @@ def embedder(context: dg.AssetExecutionContext, config: TrainingConfig, store: D
     queries, dev, skills = train_data(store)
     trained = train_embedder(variant, queries, skills, models.embedder, models.teacher,
                              store.artifacts_dir / "models" / "embedder" / variant.name, config.settings(models),
-                             context.log.info, dev)
+                             context.log.info, dev, provenance(store))
     return _register(store, "embedder", variant.name, models.embedder, variant.loss, trained)
 
 
@@ -98,5 +105,5 @@ def reranker(context: dg.AssetExecutionContext, config: TrainingConfig, store: D
     first_stage = latest_model_path(store, "embedder", "r3") or models.embedder
     trained = train_reranker(variant, queries, skills, models.reranker_base, first_stage,
                              store.artifacts_dir / "models" / "reranker" / variant.name, config.settings(models),
-                             context.log.info, dev)
+                             context.log.info, dev, provenance(store))
     return _register(store, "reranker", variant.name, models.reranker_base, variant.loss, trained)

@@ -94,7 +94,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cache-dir", default=str(Path("~/.cache/skill-assets/index").expanduser()))
     ap.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's choice)")
     ap.add_argument("--rerank-max-length", type=int, default=256, help="cross-encoder token cap (trained at 256)")
-    ap.add_argument("--quantize-reranker", action="store_true", help="int8 dynamic quantisation of the reranker")
+    ap.add_argument("--reranker-backend", default="onnx-int8", choices=("onnx-int8", "torch"),
+                    help="onnx-int8 (default on CPU, rank-gated against the original) or torch (fp32)")
     ap.add_argument("--index-only", action="store_true", help="build the pool and index, then stop")
     ap.add_argument("--metrics-queries", type=int, default=10_000)
     ap.add_argument("--seed", type=int, default=13)
@@ -112,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     embedder = args.embedder or bundled_minilm()
     reranker = args.reranker or bundled_minilm()
     router = Router(embedder, reranker_path=reranker, cache_dir=args.cache_dir, num_threads=args.threads,
-                    reranker_max_length=args.rerank_max_length, quantize_reranker=args.quantize_reranker,
+                    reranker_max_length=args.rerank_max_length, reranker_backend=args.reranker_backend,
                     log=stderr_log)
     stats = router.index(pool)
     stderr_log(f"index: {stats.seconds:.1f}s ({stats.encoded} encoded, {stats.cached} cached)")
@@ -145,7 +146,8 @@ def main(argv: list[str] | None = None) -> int:
         "rerank_p95_ms": round(float(np.percentile(rr, 95)), 2),
         "metrics_s": round(metrics_s, 3),
         "index_encoded": stats.encoded, "index_cached": stats.cached, "queries": len(queries),
-        "rerank_max_length": args.rerank_max_length, "quantize_reranker": args.quantize_reranker,
+        "rerank_max_length": args.rerank_max_length, "reranker_backend": router.scorer.backend,
+        "reranker_gate_spearman": router.scorer.probe_spearman,
         "torch_threads": torch.get_num_threads(), "loadavg_1m": round(os.getloadavg()[0], 2),
     }))
     return 0

@@ -42,6 +42,9 @@ def add_route_parser(subparsers) -> argparse.ArgumentParser:
                                        "~/.cache/skill-assets/index; env SKILL_ASSETS_INDEX_CACHE)")
     p.add_argument("--query-prompt", default="", help="prefix for queries (as used in training)")
     p.add_argument("--strict", action="store_true", help="fail if any pool entry is rejected")
+    p.add_argument("--reranker-backend", default="onnx-int8", choices=("onnx-int8", "torch"),
+                   help="onnx-int8: on CPU, an int8 ONNX copy of the reranker if it orders probe pairs like the "
+                        "original (else falls back, and says so); torch: the model as saved")
     p.set_defaults(func=run_route)
     return p
 
@@ -114,7 +117,8 @@ def run_route(args: argparse.Namespace) -> int:
         if not skills:
             raise RouteInputError(f"skill pool {args.pool} has no valid skills")
         router = Router.from_store(db_path=args.db, embedder=args.embedder, reranker=args.reranker,
-                                   query_prompt=args.query_prompt, cache_dir=args.cache_dir, log=stderr_log)
+                                   query_prompt=args.query_prompt, cache_dir=args.cache_dir,
+                                   reranker_backend=args.reranker_backend, log=stderr_log)
     except (RouteInputError, FileNotFoundError) as exc:
         print(f"skill-assets route: error: {exc}", file=sys.stderr)
         return 2

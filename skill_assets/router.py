@@ -25,6 +25,7 @@ import numpy as np
 from skill_assets.lib.embedding_cache import encode_in_chunks, model_fingerprint
 from skill_assets.lib.frontmatter import SkillParseError, parse_skill_markdown
 from skill_assets.lib.hashing import digest
+from skill_assets.lib.onnx_encoder import ScorerChoice, choose_scorer
 from skill_assets.lib.retrieval import Ranking, rerank
 from skill_assets.lib.skill_text import ENCODER_CAPS, QUERY_CHARS, RERANKER_CAPS, skill_document
 
@@ -265,7 +266,7 @@ class Router:
     def __init__(self, embedder_path: str | Path, reranker_path: str | Path | None = None,
                  cache_dir: str | Path | None = None, query_prompt: str = "", batch_size: int = 32,
                  num_threads: int | None = None, reranker_max_length: int = RERANKER_MAX_SEQ,
-                 quantize_reranker: bool = False, log: Callable[[str], None] | None = None) -> None:
+                 reranker_backend: str = "onnx-int8", log: Callable[[str], None] | None = None) -> None:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         self.embedder_path = str(embedder_path)
         self.reranker_path = str(reranker_path) if reranker_path else None
@@ -276,7 +277,7 @@ class Router:
         self.query_prompt = query_prompt
         self.batch_size = batch_size
         self.reranker_max_length = reranker_max_length
-        self.quantize_reranker = quantize_reranker
+        self.reranker_backend = reranker_backend
         self.log = log or (lambda msg: None)
         if num_threads:
             import torch
@@ -284,6 +285,7 @@ class Router:
             torch.set_num_threads(num_threads)
         self._embedder = None
         self._reranker = None
+        self._scorer: ScorerChoice | None = None
         self._fingerprint: str | None = None
         self.skills: list[Skill] = []
         self._ids: list[str] = []
@@ -335,16 +337,6 @@ class Router:
             model = CrossEncoder(self.reranker_path, num_labels=1, device=_device())
             model.max_seq_length = min(model.max_seq_length or self.reranker_max_length, self.reranker_max_length)
             model.eval()
-            if self.quantize_reranker and _device() == "cpu":
-                # int8 dynamic quantisation of the Linear layers (fbgemm, VNNI): ~2x faster on CPU, scores
-                # move slightly; opt-in so evaluation numbers stay those of the fp32 model
-                import warnings
-
-                import torch
-
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
-                    model = torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8)
             self._reranker = model
         return self._reranker
 
@@ -441,8 +433,30 @@ class Router:
                 out.append([(self._ids[j], float(row[j])) for j in order])
         return out
 
+    @property
+    def scorer(self) -> ScorerChoice:
+        """How pairs are scored: on CPU an int8 ONNX copy of the reranker when it orders probe pairs like the
+        original (``choose_scorer``; export and verdict cached beside the index), else the model itself."""
+        if self._scorer is None:
+            fingerprint = digest(f"{model_fingerprint(self.reranker_path)}|{self.reranker_max_length}")
+            self._scorer = choose_scorer(self.reranker, self.reranker_backend, self.cache_dir / "onnx", fingerprint,
+                                         self._probe_pairs())
+            self.log(f"reranker backend: {self._scorer.backend} ({self._scorer.reason})")
+        return self._scorer
+
+    def _probe_pairs(self, n: int = 64) -> list[tuple[str, str]]:
+        """(description as a query, document) pairs from the indexed pool, half matching, half not, so the
+        rank gate sees both high and low scores."""
+        if not self.skills:
+            return []
+        rng = np.random.default_rng(0)
+        texts = self._rerank_texts()
+        picks = rng.choice(len(self.skills), size=(n, 2))
+        return [(self.skills[a].description[:QUERY_CHARS], texts[self.skills[a if i % 2 else b].id])
+                for i, (a, b) in enumerate(picks.tolist())]
+
     def score_pairs(self, pairs: list[tuple[str, str]]) -> np.ndarray:
-        return np.asarray(self.reranker.predict(pairs, batch_size=32, show_progress_bar=False), dtype=np.float64)
+        return self.scorer.score(pairs)
 
     def route(self, queries: list[str], top_k: int = 20, rerank_depth: int = 20,
               use_reranker: bool = True) -> list[list[tuple[str, float]]]:

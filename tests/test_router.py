@@ -167,6 +167,23 @@ def test_reranker_reorders_the_head(minilm, pool_dir, tmp_path):
     assert scores == sorted(scores, reverse=True)
 
 
+def test_reranker_backend_is_chosen_once_and_reported(minilm, pool_dir, tmp_path):
+    logs: list[str] = []
+    skills = load_pool(pool_dir).skills
+    fast = Router(minilm, reranker_path=minilm, cache_dir=tmp_path / "cache", log=logs.append)
+    fast.index(skills)
+    fast.route([DOCKER_QUERY], top_k=3)
+    assert fast.scorer.backend in ("onnx-int8", "torch") and fast.scorer.reason
+    assert any(line.startswith("reranker backend:") for line in logs)
+    assert (tmp_path / "cache" / "onnx").is_dir()  # export and verdict live beside the index cache
+    exact = Router(minilm, reranker_path=minilm, cache_dir=tmp_path / "cache", reranker_backend="torch")
+    exact.index(skills)
+    exact._reranker = fast.reranker  # the same (randomly headed) cross-encoder
+    pairs = [(DOCKER_QUERY, d) for d in list(exact._rerank_texts().values())[:4]]
+    assert exact.scorer.backend == "torch"
+    assert np.array_equal(exact.score_pairs(pairs), np.asarray(fast.reranker.predict(pairs), dtype=np.float64))
+
+
 def test_from_store_picks_newest_r3(tmp_path, minilm):
     import polars as pl
 

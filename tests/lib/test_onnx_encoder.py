@@ -4,7 +4,14 @@ import numpy as np
 import pytest
 
 from skill_assets.lib import onnx_encoder
-from skill_assets.lib.onnx_encoder import QualityGate, choose_encoder, torch_encode
+from skill_assets.lib.onnx_encoder import (
+    QualityGate,
+    RankGate,
+    choose_encoder,
+    choose_scorer,
+    torch_encode,
+    torch_score,
+)
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -55,3 +62,43 @@ def test_export_failure_falls_back(minilm, tmp_path, monkeypatch):
     assert choice.backend == "torch" and "cannot trace" in choice.reason
     with pytest.raises(ValueError):
         choose_encoder(minilm, "fp4", tmp_path, "minilm", TEXTS)
+
+
+@pytest.fixture(scope="module")
+def cross_encoder():
+    import torch
+    from sentence_transformers import CrossEncoder
+
+    from skill_assets.defs.resources import bundled_minilm
+
+    torch.manual_seed(0)  # the bundled MiniLM has no classification head: a seeded random one
+    model = CrossEncoder(bundled_minilm(), num_labels=1, device="cpu")
+    model.max_seq_length = 128
+    return model
+
+
+PAIRS = [(q, d) for q in ("docker containers cannot talk", "write a commit message", "extract tables from a pdf")
+         for d in TEXTS]
+
+
+def test_int8_scorer_tracks_the_original_and_reuses_its_export(cross_encoder, tmp_path):
+    choice = choose_scorer(cross_encoder, "onnx-int8", tmp_path, "ce", PAIRS, gate=RankGate(min_spearman=-1.0))
+    assert choice.backend == "onnx-int8", choice.reason
+    got, want = choice.score(PAIRS), torch_score(cross_encoder, 32)(PAIRS)
+    assert got.shape == (len(PAIRS),) and np.max(np.abs(got - want)) < 0.01  # same activation, same scale
+    assert "Spearman" in choice.reason and -1 <= choice.probe_spearman <= 1
+    stamp = (tmp_path / "ce" / "model_int8.onnx").stat().st_mtime_ns
+    again = choose_scorer(cross_encoder, "onnx-int8", tmp_path, "ce", PAIRS, gate=RankGate(min_spearman=-1.0))
+    assert again.probe_spearman == choice.probe_spearman  # cached verdict
+    assert (tmp_path / "ce" / "model_int8.onnx").stat().st_mtime_ns == stamp
+
+
+def test_scorer_falls_back_when_order_is_not_kept_or_torch_is_asked(cross_encoder, tmp_path):
+    strict = choose_scorer(cross_encoder, "onnx-int8", tmp_path, "ce", PAIRS, gate=RankGate(min_spearman=1.01))
+    assert strict.backend == "torch" and "rank gate" in strict.reason
+    assert np.array_equal(strict.score(PAIRS[:3]), torch_score(cross_encoder, 32)(PAIRS[:3]))
+    assert choose_scorer(cross_encoder, "torch", tmp_path, "ce", PAIRS).reason == "requested"
+    too_few = choose_scorer(cross_encoder, "onnx-int8", tmp_path, "few", PAIRS[:2])
+    assert too_few.backend == "torch"  # two pairs cannot show an order: never trusted
+    with pytest.raises(ValueError):
+        choose_scorer(cross_encoder, "int4", tmp_path, "ce", PAIRS)

@@ -160,35 +160,61 @@ def _finish(model, out_dir: Path, checkpoint: Path, card: dict, outcome) -> Trai
                         outcome.losses[-1] if outcome.losses else None, outcome.wall_s, card)
 
 
-def mine_embedder_negatives(variant: EmbedderVariant, queries: list[dict], skills: list[dict], teacher,
-                            settings: TrainingSettings) -> tuple[dict[str, list[str]], Counter]:
-    """Per query id, the negatives of the variant's rule (teacher-mined, SKIP partner or SkillRouter's 10)."""
+#: mining rules, by the name the ``hard_negatives`` table stores (METHOD.md §3)
+MINING_RULES = ("r3", "skillrouter")
+
+
+def mining_rule(variant: EmbedderVariant) -> str:
+    """The teacher-mining rule a variant trains with (a SKIP-partner variant falls back to R3's)."""
+    return "skillrouter" if variant.negatives == "skillrouter" else "r3"
+
+
+def mine_negatives(rule: str, queries: list[dict], skills: list[dict], teacher, query_prompt: str = "",
+                   seed: int = 0) -> tuple[dict[str, list[str]], Counter]:
+    """Per query id, the skill ids the teacher rule picks as hard negatives; and the counts each
+    false-negative filter layer removed."""
+    if rule not in MINING_RULES:
+        raise ValueError(f"unknown mining rule {rule!r}; choose one of {MINING_RULES}")
     index = {s["skill_id"]: i for i, s in enumerate(skills)}
     docs = [skill_document(s["name"], s["description"], s["body"], ENCODER_CAPS) for s in skills]
     skill_emb = teacher.encode(docs, normalize_embeddings=True)
-    query_emb = teacher.encode([settings.query_prompt + q["query"] for q in queries], normalize_embeddings=True)
+    query_emb = teacher.encode([query_prompt + q["query"] for q in queries], normalize_embeddings=True)
     positives = [[index[s] for s in q["skill_ids"] if s in index] for q in queries]
-    if variant.negatives == "skillrouter":
+    if rule == "skillrouter":
         bm25 = bm25_rank([s["skill_id"] for s in skills], docs, [q["query"] for q in queries], 20)
         mined, removed = mine_skillrouter_negatives(query_emb, skill_emb, skills, positives,
-                                                    [[index[s] for s, _ in r] for r in bm25], settings.seed)
+                                                    [[index[s] for s, _ in r] for r in bm25], seed)
         return {q["query_id"]: [skills[j]["skill_id"] for j in m] for q, m in zip(queries, mined)}, removed
     mined, removed = mine_r3_negatives(query_emb, skill_emb, skills, positives)
-    negatives = {}
-    for q, j in zip(queries, mined):
-        partners = [p for p in q["skip_partners"] if p in index] if variant.negatives == "skip_partner" else []
-        negatives[q["query_id"]] = partners[:1] or ([skills[j]["skill_id"]] if j is not None else [])
-    return negatives, removed
+    return {q["query_id"]: ([skills[j]["skill_id"]] if j is not None else []) for q, j in zip(queries, mined)}, removed
+
+
+def variant_negatives(variant: EmbedderVariant, queries: list[dict], mined: dict[str, list[str]],
+                      skills: list[dict]) -> dict[str, list[str]]:
+    """The negatives a variant trains with: its rule's mined ones, or (ablation B) the query's first
+    SKIP partner in the pool where it has one."""
+    if variant.negatives != "skip_partner":
+        return {q["query_id"]: mined.get(q["query_id"], []) for q in queries}
+    in_pool = {s["skill_id"] for s in skills}
+    return {q["query_id"]: [p for p in q["skip_partners"] if p in in_pool][:1] or mined.get(q["query_id"], [])
+            for q in queries}
 
 
 def train_embedder(variant: EmbedderVariant, queries: list[dict], skills: list[dict], base_model: str,
                    teacher_model: str, out_dir: Path, settings: TrainingSettings = TrainingSettings(),
                    log: Callable[[str], None] = lambda _: None,
-                   dev_queries: list[dict] | None = None, provenance: dict | None = None) -> TrainedModel:
+                   dev_queries: list[dict] | None = None, provenance: dict | None = None,
+                   mined: dict[str, list[str]] | None = None) -> TrainedModel:
+    """``mined``: negatives already mined by the variant's rule (the ``hard_negatives`` asset); without
+    them the teacher mines here."""
     queries, dev = (queries, dev_queries) if dev_queries else dev_slice(queries, settings.dev_fraction, settings.seed)
-    teacher = load_bi_encoder(teacher_model, settings.max_seq_length)
-    negatives, removed = mine_embedder_negatives(variant, queries, skills, teacher, settings)
-    del teacher
+    removed: Counter = Counter()
+    if mined is None:
+        teacher = load_bi_encoder(teacher_model, settings.max_seq_length)
+        mined, removed = mine_negatives(mining_rule(variant), queries, skills, teacher, settings.query_prompt,
+                                        settings.seed)
+        del teacher
+    negatives = variant_negatives(variant, queries, mined, skills)
     texts = {s["skill_id"]: skill_document(s["name"], s["description"], s["body"], ENCODER_CAPS) for s in skills}
     model = load_bi_encoder(base_model)
     enable_gpu_settings(model)

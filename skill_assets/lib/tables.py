@@ -112,6 +112,11 @@ TABLES: dict[str, Table] = {t.name: t for t in [
        ("skill_ids", LS, "ground-truth skill set"), ("direction", S, "direction"), ("k", I, "set size"),
        ("style", S, "style"), ("generator_model", S, "model"), ("skip_partners", LS, "skills judged not to fit (label 1)"),
        ("exclusion_reason", S, "audit reasons when excluded")),
+    _t("hard_negatives", "Teacher-mined hard negatives of every train query, per mining rule.",
+       ("rule", S, "r3 (rank 20-50, cosine < 0.85, one) | skillrouter (4 semantic, 3 BM25, 2 same super-domain, "
+        "1 random)"), ("query_id", S, "train query"), ("position", I, "1-based order within the query's negatives"),
+       ("skill_id", S, "negative skill (never a ground-truth skill, sibling or near-duplicate of one)"),
+       ("teacher_model", S, "embedder that ranked the pool")),
     _t("embedder", "Registry of trained embedders: one row per variant partition.",
        ("variant", S, "partition"), ("path", S, "model folder"), ("base_model", S, "starting model"),
        ("loss", S, "loss name"), ("train_queries", I, "training queries"), ("steps", I, "optimizer steps"),

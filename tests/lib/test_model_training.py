@@ -152,3 +152,23 @@ def test_a_resumed_run_remembers_the_best_weights_seen_before_the_interruption(t
 
 def test_evaluation_interval_spreads_evaluations_over_the_run():
     assert evaluation_interval(100, 10) == 10 and evaluation_interval(3, 10) == 1 and evaluation_interval(7, 2) == 4
+
+
+def test_mined_negatives_exclude_ground_truth_and_feed_the_variants():
+    from skill_assets.lib.model_training import load_bi_encoder, mine_negatives, mining_rule, variant_negatives
+
+    teacher = load_bi_encoder(bundled_minilm(), 64)
+    r3, removed = mine_negatives("r3", QUERIES, SKILLS, teacher)
+    sr, _ = mine_negatives("skillrouter", QUERIES, SKILLS, teacher, seed=1)
+    for q in QUERIES:
+        assert len(r3[q["query_id"]]) <= 1 and not set(r3[q["query_id"]]) & set(q["skill_ids"])
+        assert sr[q["query_id"]] and not set(sr[q["query_id"]]) & set(q["skill_ids"])
+        assert len(set(sr[q["query_id"]])) == len(sr[q["query_id"]])
+    assert isinstance(removed, dict)
+    assert [mining_rule(EMBEDDER_VARIANTS[n]) for n in ("r3", "r3-skip-neg", "skillrouter")] == \
+        ["r3", "r3", "skillrouter"]
+    skip = variant_negatives(EMBEDDER_VARIANTS["r3-skip-neg"], QUERIES, r3, SKILLS)
+    assert skip["q1"] == ["s/helm"] and skip["q4"] == r3["q4"]  # no SKIP partner: the mined one
+    assert variant_negatives(EMBEDDER_VARIANTS["r3"], QUERIES, r3, SKILLS) == r3
+    with pytest.raises(ValueError, match="mining rule"):
+        mine_negatives("random", QUERIES, SKILLS, teacher)

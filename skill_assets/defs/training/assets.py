@@ -10,12 +10,17 @@ from datetime import UTC, datetime
 import dagster as dg
 from pydantic import Field
 
+from skill_assets.defs.metadata import table_metadata
 from skill_assets.defs.resources import DUCKDB_WRITER_TAG, DuckDBStore, ModelSettings
 from skill_assets.defs.training.partitions import embedder_variants, reranker_variants
 from skill_assets.lib import store as store_lib
 from skill_assets.lib.model_training import (
+    MINING_RULES,
     TrainedModel,
     TrainingSettings,
+    load_bi_encoder,
+    mine_negatives,
+    mining_rule,
     train_embedder,
     train_reranker,
 )
@@ -83,15 +88,41 @@ def _register(store: DuckDBStore, table: str, variant: str, base: str, loss: str
         "selected_step": trained.card["selected_step"], "card": dg.MetadataValue.json(trained.card), **extra})
 
 
+@dg.asset(group_name=GROUP, kinds={"duckdb", "sentence_transformers"}, deps=["benchmark_queries", "skill_pools"],
+          op_tags=DUCKDB_WRITER_TAG)
+def hard_negatives(context: dg.AssetExecutionContext, config: TrainingConfig, store: DuckDBStore,
+                   models: ModelSettings):
+    """Hard negatives of every train query by each mining rule, after the three-layer false-negative filter."""
+    queries, _, skills = train_data(store)
+    teacher = load_bi_encoder(models.teacher, config.max_seq_length)
+    rows, removed = [], {}
+    for rule in MINING_RULES:
+        mined, counts = mine_negatives(rule, queries, skills, teacher, models.query_prompt, config.seed)
+        rows += [{"rule": rule, "query_id": qid, "position": i + 1, "skill_id": sid, "teacher_model": models.teacher}
+                 for qid, negatives in mined.items() for i, sid in enumerate(negatives)]
+        removed |= {f"removed/{rule}/{layer}": n for layer, n in counts.items()}
+        context.log.info(f"{rule}: {sum(len(v) for v in mined.values())} negatives for {len(mined)} queries")
+    df = frame("hard_negatives", rows)
+    store.write("hard_negatives", df)
+    return dg.MaterializeResult(metadata=table_metadata("hard_negatives", df, teacher=models.teacher, **removed))
+
+
+def mined_negatives(store: DuckDBStore, rule: str) -> dict[str, list[str]]:
+    rows = store.query("SELECT query_id, list(skill_id ORDER BY position) AS negatives FROM hard_negatives "
+                       "WHERE rule = ? GROUP BY query_id", [rule])
+    return dict(zip(rows["query_id"].to_list(), rows["negatives"].to_list()))
+
+
 @dg.asset(group_name=GROUP, kinds={"pytorch", "sentence_transformers"}, partitions_def=embedder_variants,
-          deps=["benchmark_queries"], op_tags=TRAINING_TAGS)
+          deps=["benchmark_queries", "hard_negatives"], op_tags=TRAINING_TAGS)
 def embedder(context: dg.AssetExecutionContext, config: TrainingConfig, store: DuckDBStore, models: ModelSettings):
     """A fine-tuned bi-encoder for the partition's recipe (R3 multi-positive InfoNCE by default)."""
     variant = EMBEDDER_VARIANTS[context.partition_key]
     queries, dev, skills = train_data(store)
     trained = train_embedder(variant, queries, skills, models.embedder, models.teacher,
                              store.artifacts_dir / "models" / "embedder" / variant.name, config.settings(models),
-                             context.log.info, dev, provenance(store))
+                             context.log.info, dev, provenance(store),
+                             mined=mined_negatives(store, mining_rule(variant)))
     return _register(store, "embedder", variant.name, models.embedder, variant.loss, trained)
 
 

@@ -1,6 +1,6 @@
 """Routing latency on a 10,000-skill pool built from the shared GitHub skills corpus.
 
-    HF_HUB_OFFLINE=1 .venv/bin/python bench/route_latency.py [--pool-size 10000] [--queries 100]
+    SKILL_ASSETS_DB=data/skill_assets.duckdb .venv/bin/python bench/route_latency.py [--pool-size 10000] [--queries 100]
 
 Parses every SKILL.md under /work/shared/corpus/github-skills/repos (unparsable files are skipped
 and counted), then adds deterministic variants (renamed, body paragraphs rotated) until the pool
@@ -26,7 +26,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from skill_assets.lib.frontmatter import SkillParseError, parse_skill_markdown  # noqa: E402
 from skill_assets.lib.metrics import per_query_metrics  # noqa: E402
-from skill_assets.router import Router, Skill, bundled_minilm, stderr_log  # noqa: E402
+from skill_assets.router import Router, Skill, bundled_minilm, registered_model, stderr_log  # noqa: E402
 
 CORPUS = Path("/work/shared/corpus/github-skills/repos")
 
@@ -90,7 +90,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--pool-size", type=int, default=10_000)
     ap.add_argument("--queries", type=int, default=100)
     ap.add_argument("--embedder", default=None, help="default: bundled MiniLM")
-    ap.add_argument("--reranker", default=None, help="default: bundled MiniLM as a cross-encoder")
+    ap.add_argument("--reranker", default=None,
+                    help="default: the newest trained r3 reranker in $SKILL_ASSETS_DB (after `make demo`), else the "
+                         "bundled MiniLM as a cross-encoder (an untrained head: its scores carry no order, so the "
+                         "int8 rank gate refuses it and the fp32 model is timed)")
     ap.add_argument("--cache-dir", default=str(Path("~/.cache/skill-assets/index").expanduser()))
     ap.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's choice)")
     ap.add_argument("--rerank-max-length", type=int, default=256, help="cross-encoder token cap (trained at 256)")
@@ -111,7 +114,8 @@ def main(argv: list[str] | None = None) -> int:
                f"in {time.perf_counter() - t0:.1f}s")
 
     embedder = args.embedder or bundled_minilm()
-    reranker = args.reranker or bundled_minilm()
+    reranker = args.reranker or registered_model(None, "reranker") or bundled_minilm()
+    stderr_log(f"reranker: {reranker}")
     router = Router(embedder, reranker_path=reranker, cache_dir=args.cache_dir, num_threads=args.threads,
                     reranker_max_length=args.rerank_max_length, reranker_backend=args.reranker_backend,
                     log=stderr_log)
@@ -146,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
         "rerank_p95_ms": round(float(np.percentile(rr, 95)), 2),
         "metrics_s": round(metrics_s, 3),
         "index_encoded": stats.encoded, "index_cached": stats.cached, "queries": len(queries),
-        "rerank_max_length": args.rerank_max_length, "reranker_backend": router.scorer.backend,
+        "rerank_max_length": args.rerank_max_length, "reranker": reranker, "reranker_backend": router.scorer.backend,
         "reranker_gate_spearman": router.scorer.probe_spearman,
         "torch_threads": torch.get_num_threads(), "loadavg_1m": round(os.getloadavg()[0], 2),
     }))

@@ -28,10 +28,17 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests"))
 
 import openai  # noqa: E402
-
 from fault_server import FaultServer, decision_text, prompt_hash, synthetic_items  # noqa: E402
-from skill_assets.lib.generation import (GenerationLimits, LLMResponse, ResponseCache, ResponseJournal,  # noqa: E402
-                                         SamplingParams, generate, request_key)
+
+from skill_assets.lib.generation import (  # noqa: E402
+    GenerationLimits,
+    LLMResponse,
+    ResponseCache,
+    ResponseJournal,
+    SamplingParams,
+    generate,
+    request_key,
+)
 
 PARAMS = SamplingParams()
 

@@ -9,8 +9,12 @@ import dagster as dg
 
 from skill_assets.defs import corpus, evaluation, generation, neighbourhoods, splits, taxonomy, training
 from skill_assets.defs.resources import DUCKDB_WRITER_TAG, default_resources
-from skill_assets.defs.schedules import (AUTOMATED_ASSETS, benchmark_rebuild_job, follow_upstream,
-                                        weekly_benchmark_rebuild)
+from skill_assets.defs.schedules import (
+    AUTOMATED_ASSETS,
+    benchmark_rebuild_job,
+    follow_upstream,
+    weekly_benchmark_rebuild,
+)
 
 STAGES = (corpus, neighbourhoods, generation, taxonomy, splits, training, evaluation)
 

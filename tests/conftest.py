@@ -3,6 +3,8 @@ from pathlib import Path
 
 import pytest
 
+pytest_plugins = ["fault_server"]  # the fault-injecting OpenAI-compatible server fixture
+
 REPO = Path(__file__).resolve().parent.parent
 SHARED_CORPUS = REPO.parent / "shared" / "corpus" / "github-skills" / "repos"
 

@@ -61,7 +61,7 @@ def decision_text(h: str, decision: str | None = None) -> str:
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False
-    owner: "FaultServer"
+    owner: FaultServer
 
     def handle_error(self, request, client_address) -> None:
         """A client that timed out or was killed resets its connection: expected here, not an error."""
@@ -112,7 +112,7 @@ class _Handler(BaseHTTPRequestHandler):
         except (BrokenPipeError, ConnectionResetError):
             pass  # the client gave up (timeout) or was killed
 
-    def _play(self, fs: "FaultServer", h: str, name: str, arg: str, messages: list[dict], payload: dict) -> None:
+    def _play(self, fs: FaultServer, h: str, name: str, arg: str, messages: list[dict], payload: dict) -> None:
         if name == "429":
             self._send(429, b'{"error": {"message": "rate limited", "type": "rate_limit"}}',
                        {"Retry-After": arg or "1"})
@@ -144,7 +144,7 @@ class _Handler(BaseHTTPRequestHandler):
                 fs.completed[h] += 1
 
     @staticmethod
-    def _completion(fs: "FaultServer", h: str, name: str, messages: list[dict], payload: dict) -> bytes:
+    def _completion(fs: FaultServer, h: str, name: str, messages: list[dict], payload: dict) -> bytes:
         if name == "invalid":
             text = "I am not sure what you want me to do here."
         else:
@@ -208,7 +208,7 @@ class FaultServer:
         return sum(self.requests.values())
 
     # lifecycle -----------------------------------------------------------------------------------
-    def start(self) -> "FaultServer":
+    def start(self) -> FaultServer:
         self._httpd = _Server(("127.0.0.1", 0), _Handler)
         self._httpd.owner = self
         self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
@@ -226,7 +226,7 @@ class FaultServer:
         assert self._httpd is not None, "server not started"
         return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
 
-    def __enter__(self) -> "FaultServer":
+    def __enter__(self) -> FaultServer:
         return self.start()
 
     def __exit__(self, *exc) -> None:

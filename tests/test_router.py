@@ -1,7 +1,7 @@
 """Router and ``skill-assets route`` on real files with the real bundled MiniLM."""
 import json
 import os
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import numpy as np
@@ -194,7 +194,7 @@ def test_from_store_picks_newest_r3(tmp_path, minilm):
     assert Router.from_store(db_path=db).reranker_path is None
     newer = tmp_path / "models" / "r3-new"
     newer.mkdir(parents=True)
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     store.replace_table(db, "embedder", pl.DataFrame({
         "variant": ["r3", "r3", "skillrouter"], "path": [str(tmp_path / "old"), str(newer), str(tmp_path / "sr")],
         "trained_at": [now - timedelta(days=1), now, now + timedelta(days=1)]}))

@@ -11,8 +11,8 @@ import polars as pl
 from pydantic import Field, PrivateAttr
 
 from skill_assets.lib import store
-from skill_assets.lib.sources import SourceSpec, default_name, load_source_specs
 from skill_assets.lib.local_llm_server import bundled_gguf, serve_gguf
+from skill_assets.lib.sources import SourceSpec, default_name, load_source_specs
 from skill_assets.lib.tables import frame
 
 DEMO_SKILLS = Path(__file__).resolve().parent.parent / "demo" / "skills"

@@ -81,7 +81,7 @@ class LLMResponse:
     cost_usd: float = 0.0
 
 
-@dataclass
+@dataclass(frozen=True)
 class GenerationLimits:
     concurrency: int = 2
     batch_size: int = 8

@@ -13,7 +13,7 @@ import os
 from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from skill_assets.lib.frontmatter import SkillParseError, parse_skill_markdown
@@ -161,7 +161,7 @@ def ingest_sources(specs: list[SourceSpec], workdir: Path, max_bytes: int = DEFA
                    sink_batch: int = 5000) -> IngestResult:
     """Ingest every source. With ``sink``, full rows go to it in batches (e.g. appended to DuckDB) and
     ``raw_skills`` holds them without their heavy text fields, so memory stays flat at 100K files."""
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     raw: list[dict] = []
     buffer = _RowBuffer(raw, sink, sink_batch)
     rejects: list[dict] = []

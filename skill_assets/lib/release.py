@@ -14,7 +14,7 @@ benchmark share a version and a changed benchmark never overwrites an old releas
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import polars as pl
@@ -26,7 +26,7 @@ SPLITS = ("train", "dev", "test")
 
 def release_version(queries: pl.DataFrame) -> str:
     key = digest("\n".join(f"{q}\t{s}" for q, s in zip(queries["query_id"].to_list(), queries["split"].to_list())))
-    return f"{datetime.now(timezone.utc):%Y%m%d}-{key[:8]}"
+    return f"{datetime.now(UTC):%Y%m%d}-{key[:8]}"
 
 
 def _write_jsonl(path: Path, rows) -> None:

@@ -11,7 +11,6 @@ import dagster as dg
 import duckdb
 import pytest
 
-from fault_server import fault_server  # noqa: F401
 from skill_assets.defs.generation.assets import llm_records, query_audit
 from skill_assets.defs.generation.checks import llm_records_cover_combinations, llm_records_decided_with_reason
 from skill_assets.defs.generation.partitions import direction_partitions

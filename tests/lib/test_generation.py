@@ -19,10 +19,20 @@ from pathlib import Path
 import duckdb
 import openai
 import pytest
+from fault_server import FaultServer, prompt_hash, synthetic_items
 
-from fault_server import FaultServer, fault_server, prompt_hash, synthetic_items  # noqa: F401
-from skill_assets.lib.generation import (CACHE_TABLE, DECISIONS, GenerationLimits, LLMResponse, ResponseCache,
-                                         ResponseJournal, SamplingParams, generate, request_key, summarize)
+from skill_assets.lib.generation import (
+    CACHE_TABLE,
+    DECISIONS,
+    GenerationLimits,
+    LLMResponse,
+    ResponseCache,
+    ResponseJournal,
+    SamplingParams,
+    generate,
+    request_key,
+    summarize,
+)
 from skill_assets.lib.local_llm_server import free_port
 from skill_assets.lib.pricing import ModelPrice
 

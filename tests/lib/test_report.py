@@ -3,8 +3,19 @@ import numpy as np
 import polars as pl
 
 from skill_assets.lib.metrics import mean_metrics, per_query_metrics
-from skill_assets.lib.report import ablation_table, breakdown_table, cutoff_table, glossary, html_document, \
-    metric_plot, metrics_table, mteb_results, recall_curve_plot, taxonomy_plot, to_markdown
+from skill_assets.lib.report import (
+    ablation_table,
+    breakdown_table,
+    cutoff_table,
+    glossary,
+    html_document,
+    metric_plot,
+    metrics_table,
+    mteb_results,
+    recall_curve_plot,
+    taxonomy_plot,
+    to_markdown,
+)
 
 PNG = b"\x89PNG\r\n\x1a\n"
 

@@ -2,7 +2,7 @@
 
 import base64
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import dagster as dg
@@ -13,9 +13,21 @@ from skill_assets.defs.resources import DUCKDB_WRITER_TAG, DuckDBStore, ModelSet
 from skill_assets.lib.evaluation import SystemRun, metric_rows, query_slices, run_rows, run_systems
 from skill_assets.lib.provenance import code_version
 from skill_assets.lib.release import release_version
-from skill_assets.lib.report import (DIRECTIONS, ablation_table, breakdown_table, cutoff_table, glossary,
-                                     headline_split, html_document, metric_plot, metrics_table, mteb_results,
-                                     recall_curve_plot, taxonomy_plot, to_markdown)
+from skill_assets.lib.report import (
+    DIRECTIONS,
+    ablation_table,
+    breakdown_table,
+    cutoff_table,
+    glossary,
+    headline_split,
+    html_document,
+    metric_plot,
+    metrics_table,
+    mteb_results,
+    recall_curve_plot,
+    taxonomy_plot,
+    to_markdown,
+)
 from skill_assets.lib.tables import frame
 
 GROUP = "evaluation"
@@ -149,7 +161,7 @@ def benchmark_report(store: DuckDBStore):
     breakdowns = "\n\n".join(f"### {name} by direction and set size k\n\n{to_markdown(breakdown_table(metrics, name))}"
                               for name in ("hit@1", "ndcg@10", "recall@10"))
     sections = [
-        ("", f"Generated {datetime.now(timezone.utc):%Y-%m-%d %H:%M UTC} · data {stamp['data_version']} · "
+        ("", f"Generated {datetime.now(UTC):%Y-%m-%d %H:%M UTC} · data {stamp['data_version']} · "
              f"code {stamp['code_version']}. Every system ranks the whole skill library for each query; numbers are "
              "percentages averaged over queries (p-values are not)."),
         ("How to read the tables", glossary()),
@@ -180,7 +192,7 @@ def benchmark_report(store: DuckDBStore):
     mteb_path.write_text(json.dumps(mteb_results(metrics, stamp["data_version"], stamp["code_version"]), indent=2))
     store.write("benchmark_report", [{"markdown": body, "report_path": str(report_path),
                                       "plot_path": str(reports / "metrics_by_system.png"), "html_path": str(html_path),
-                                      "mteb_path": str(mteb_path), "created_at": datetime.now(timezone.utc)}])
+                                      "mteb_path": str(mteb_path), "created_at": datetime.now(UTC)}])
     inline = body
     for name, png in plots.items():
         inline = inline.replace(f"({name})", f"(data:image/png;base64,{base64.b64encode(png).decode()})")

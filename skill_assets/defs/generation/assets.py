@@ -13,8 +13,14 @@ import polars as pl
 from skill_assets.defs.generation.partitions import direction_partitions
 from skill_assets.defs.metadata import table_metadata
 from skill_assets.defs.resources import DUCKDB_WRITER_TAG, DuckDBStore, LLMEndpoint
-from skill_assets.lib.generation import (GenerationItem, GenerationLimits, ResponseCache, SamplingParams, generate,
-                                         summarize)
+from skill_assets.lib.generation import (
+    GenerationItem,
+    GenerationLimits,
+    ResponseCache,
+    SamplingParams,
+    generate,
+    summarize,
+)
 from skill_assets.lib.pricing import ModelPrice
 from skill_assets.lib.prompts import RESPONSE_SCHEMA, TEMPLATE_VERSION, render_messages
 from skill_assets.lib.query_audit import AuditWindow, audit_queries

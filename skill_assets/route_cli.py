@@ -16,6 +16,8 @@ import sys
 import time
 from pathlib import Path
 
+from skill_assets.lib.jsonl import JsonlError, json_objects
+
 MAX_REJECTED_SHOWN = 20
 
 
@@ -55,25 +57,19 @@ def read_queries(path: str | Path) -> list[dict]:
     if not path.is_file():
         raise RouteInputError(f"queries file {path} does not exist")
     out, seen = [], {}
-    with path.open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise RouteInputError(f"{path}:{lineno}: malformed JSON: {exc.msg} (column {exc.colno})") from None
-            if not isinstance(rec, dict):
-                raise RouteInputError(f"{path}:{lineno}: expected a JSON object with 'id' and 'query'")
+    try:
+        for where, rec in json_objects(path):
             qid, text = rec.get("id"), rec.get("query")
             if not isinstance(qid, (str, int)) or isinstance(qid, bool) or qid == "":
-                raise RouteInputError(f"{path}:{lineno}: 'id' must be a non-empty string or integer")
+                raise RouteInputError(f"{where}: 'id' must be a non-empty string or integer")
             if not isinstance(text, str) or not text.strip():
-                raise RouteInputError(f"{path}:{lineno}: 'query' must be a non-empty string")
+                raise RouteInputError(f"{where}: 'query' must be a non-empty string")
             if qid in seen:
-                raise RouteInputError(f"{path}:{lineno}: duplicate id {qid!r} (first on line {seen[qid]})")
-            seen[qid] = lineno
+                raise RouteInputError(f"{where}: duplicate id {qid!r} (first on {seen[qid]})")
+            seen[qid] = where
             out.append({"id": qid, "query": text})
+    except JsonlError as exc:
+        raise RouteInputError(str(exc)) from exc
     if not out:
         raise RouteInputError(f"queries file {path} has no queries")
     return out

@@ -242,7 +242,7 @@ def test_cli_malformed_query_line_names_the_line(tmp_path, pool_dir, minilm, cac
                      "--embedder", minilm, "--cache-dir", str(cache_dir)])
     assert rc == 2
     err = capsys.readouterr().err
-    assert f"{queries}:2: malformed JSON" in err
+    assert f"{queries}:2: invalid JSON" in err
     assert not (tmp_path / "o.jsonl").exists()
     queries.write_text(json.dumps({"id": "q1"}) + "\n")
     assert route_main(["route", "--pool", str(pool_dir), "--queries", str(queries), "--out",

@@ -34,6 +34,7 @@ from pathlib import Path
 import yaml
 
 from skill_assets.lib.hashing import digest
+from skill_assets.lib.jsonl import JsonlError, json_objects
 
 LAYOUTS = ("r3", "skillret", "skill_md")
 #: env var naming the YAML file that lists external benchmarks (see ``load_benchmark_specs``)
@@ -192,22 +193,10 @@ def _records(path: Path) -> Iterator[tuple[str, dict]]:
     """(``path:line``, object) for every non-blank line; anything else raises naming the line."""
     if not path.is_file():
         raise BenchmarkFormatError(f"{path}: file not found")
-    with path.open("rb") as fh:
-        for lineno, raw in enumerate(fh, 1):
-            where = f"{path}:{lineno}"
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise BenchmarkFormatError(f"{where}: not UTF-8 ({exc.reason})") from exc
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise BenchmarkFormatError(f"{where}: invalid JSON ({exc.msg}, column {exc.colno})") from exc
-            if not isinstance(rec, dict):
-                raise BenchmarkFormatError(f"{where}: expected a JSON object, got {type(rec).__name__}")
-            yield where, rec
+    try:
+        yield from json_objects(path)
+    except JsonlError as exc:
+        raise BenchmarkFormatError(str(exc)) from exc
 
 
 def _string(rec: dict, key: str, where: str, required: bool = True) -> str:

@@ -43,6 +43,8 @@ def encode_in_chunks(texts: list[str], encode: Callable[[list[str]], np.ndarray]
 
 
 STAGING = "skill_embeddings__staging"
+#: encoded rows held before they are appended (2,048 × 384 floats ≈ 3 MB for MiniLM)
+FLUSH_ROWS = 2048
 
 
 def refresh_embeddings(db: str | Path, skill_ids: list[str], texts: list[str], model_id: str, fingerprint: str,
@@ -78,16 +80,30 @@ def refresh_embeddings(db: str | Path, skill_ids: list[str], texts: list[str], m
     missing = [i for i, sid in enumerate(skill_ids) if sid not in done]
     if missing:
         encode = load_encode([texts[i] for i in missing])
+        pending_rows: list[int] = []
+        pending_emb: list[np.ndarray] = []
         written = 0
-        for idx, emb in encode_in_chunks([texts[i] for i in missing], encode, chunk_size):
-            rows = [missing[j] for j in idx]
+
+        def flush() -> None:
             store.append_rows(db, STAGING, pl.DataFrame({
-                "skill_id": [skill_ids[i] for i in rows], "model_id": [model_id] * len(rows),
-                "model_fingerprint": [fingerprint] * len(rows), "text_hash": [hashes[i] for i in rows],
-                "embedding": pl.Series(np.asarray(emb, dtype=np.float32)).cast(pl.List(pl.Float32))}))
-            written += len(rows)
+                "skill_id": [skill_ids[i] for i in pending_rows], "model_id": [model_id] * len(pending_rows),
+                "model_fingerprint": [fingerprint] * len(pending_rows),
+                "text_hash": [hashes[i] for i in pending_rows],
+                "embedding": pl.Series(np.concatenate(pending_emb).astype(np.float32)).cast(pl.List(pl.Float32))}))
+            pending_rows.clear()
+            pending_emb.clear()
+
+        for idx, emb in encode_in_chunks([texts[i] for i in missing], encode, chunk_size):
+            pending_rows.extend(missing[j] for j in idx)
+            pending_emb.append(np.asarray(emb))
+            written += len(idx)
+            # each write opens the database and checkpoints on close: a few MB at a time, not every chunk
+            if len(pending_rows) >= FLUSH_ROWS:
+                flush()
             if progress:
                 progress(written, len(missing))
+        if pending_rows:
+            flush()
     store.promote_table(db, STAGING, "skill_embeddings")
     return {"skills": len(skill_ids), "cache_hits": len(skill_ids) - len(missing), "embedded_now": len(missing)}
 

@@ -44,6 +44,9 @@ def add_route_parser(subparsers) -> argparse.ArgumentParser:
                                        "~/.cache/skill-assets/index; env SKILL_ASSETS_INDEX_CACHE)")
     p.add_argument("--query-prompt", default="", help="prefix for queries (as used in training)")
     p.add_argument("--strict", action="store_true", help="fail if any pool entry is rejected")
+    p.add_argument("--rerank-max-length", type=int,
+                   help="reranker token cap (default 256, the length models are evaluated at; 128 roughly halves "
+                        "CPU latency but cuts most of each skill's body)")
     p.add_argument("--reranker-backend", default="onnx-int8", choices=("onnx-int8", "torch"),
                    help="onnx-int8: on CPU, an int8 ONNX copy of the reranker if it orders probe pairs like the "
                         "original (else falls back, and says so); torch: the model as saved")
@@ -114,7 +117,8 @@ def run_route(args: argparse.Namespace) -> int:
             raise RouteInputError(f"skill pool {args.pool} has no valid skills")
         router = Router.from_store(db_path=args.db, embedder=args.embedder, reranker=args.reranker,
                                    query_prompt=args.query_prompt, cache_dir=args.cache_dir,
-                                   reranker_backend=args.reranker_backend, log=stderr_log)
+                                   reranker_backend=args.reranker_backend, log=stderr_log,
+                                   **({"reranker_max_length": args.rerank_max_length} if args.rerank_max_length else {}))
     except (RouteInputError, FileNotFoundError) as exc:
         print(f"skill-assets route: error: {exc}", file=sys.stderr)
         return 2

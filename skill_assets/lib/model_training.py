@@ -150,8 +150,22 @@ def model_card(card: dict) -> str:
             f"`{card['loss']}` (ablation {card['ablation']}). {selection}\n\n| field | value |\n|---|---|\n{rows}\n")
 
 
-def _finish(model, out_dir: Path, checkpoint: Path, card: dict, outcome) -> TrainedModel:
-    card = {**card, "steps": outcome.steps}
+def _train_and_save(model, batches: list, step_loss: Callable, learning_rate: float, settings: TrainingSettings,
+                    out_dir: Path, fingerprint: str, log: Callable[[str], None], dev: list[dict],
+                    evaluate: Callable[[], float] | None, card: dict) -> TrainedModel:
+    """The part both trainers share: steps capped at the training length, checkpoints beside ``out_dir``
+    (resumed by ``fingerprint``), held-out selection, then the saved folder with its card."""
+    checkpoint = out_dir.with_name(f"{out_dir.name}.checkpoint.pt")
+
+    def batch_loss(batch):
+        with truncated(model, settings.max_seq_length):
+            return step_loss(batch)
+
+    outcome = run_training(model, batches, batch_loss,
+                           OptimConfig(learning_rate, checkpoint_every=settings.checkpoint_every),
+                           checkpoint, fingerprint, log, evaluate,
+                           evaluation_interval(len(batches), settings.dev_evaluations))
+    card = {**card, "wall_s": outcome.wall_s, **_selection_card(outcome, dev), "steps": outcome.steps}
     model.save(str(out_dir))
     (out_dir / "skill_assets_card.json").write_text(json.dumps(card, indent=2, default=str))
     (out_dir / "README.md").write_text(model_card(card), encoding="utf-8")
@@ -222,21 +236,13 @@ def train_embedder(variant: EmbedderVariant, queries: list[dict], skills: list[d
     batches = make_batches(make_examples(queries, negatives, settings.seed), settings.batch_size, settings.epochs,
                            settings.seed)
     fingerprint = digest(json.dumps([asdict(variant), asdict(settings), base_model, [b.queries for b in batches]]))
-    checkpoint = out_dir.with_name(f"{out_dir.name}.checkpoint.pt")
     evaluate = (lambda: embedder_ndcg10(model, skills, dev, settings.query_prompt)) if dev else None
-
-    def batch_loss(batch):
-        with truncated(model, settings.max_seq_length):
-            return embedder_batch_loss(model, loss, batch, texts, settings.query_prompt)
-
-    outcome = run_training(model, batches, batch_loss,
-                           OptimConfig(variant.learning_rate, checkpoint_every=settings.checkpoint_every),
-                           checkpoint, fingerprint, log, evaluate,
-                           evaluation_interval(len(batches), settings.dev_evaluations))
     card = {"kind": "embedder", **asdict(variant), "base_model": base_model, "teacher": teacher_model,
-            "train_queries": len(queries), **asdict(settings), "wall_s": outcome.wall_s,
-            "negatives_removed": dict(removed), **_selection_card(outcome, dev), **(provenance or {})}
-    return _finish(model, out_dir, checkpoint, card, outcome)
+            "train_queries": len(queries), **asdict(settings), "negatives_removed": dict(removed),
+            **(provenance or {})}
+    return _train_and_save(model, batches, lambda batch: embedder_batch_loss(model, loss, batch, texts,
+                                                                             settings.query_prompt),
+                           variant.learning_rate, settings, out_dir, fingerprint, log, dev, evaluate, card)
 
 
 def reranker_lists(variant: RerankerVariant, queries: list[dict], skills: list[dict], first_stage,
@@ -280,19 +286,9 @@ def train_reranker(variant: RerankerVariant, queries: list[dict], skills: list[d
     loss = reranker_loss(variant.loss)
     fingerprint = digest(json.dumps([asdict(variant), asdict(settings), base_model,
                                      [[lst.skill_ids for lst in b] for b in batches]]))
-    checkpoint = out_dir.with_name(f"{out_dir.name}.checkpoint.pt")
     evaluate = (lambda: reranker_ndcg10(model, dev, dev_first_stage, rr_texts)) if dev else None
-
-    def batch_loss(batch):
-        with truncated(model, settings.max_seq_length):
-            return reranker_batch_loss(model, loss, batch, rr_texts)
-
-    outcome = run_training(model, batches, batch_loss,
-                           OptimConfig(variant.learning_rate, checkpoint_every=settings.checkpoint_every),
-                           checkpoint, fingerprint, log, evaluate,
-                           evaluation_interval(len(batches), settings.dev_evaluations))
     card = {"kind": "reranker", **asdict(variant), "base_model": base_model, "first_stage": first_stage_model,
-            "train_queries": len(queries), **asdict(settings), "wall_s": outcome.wall_s,
-            "skip_partner_items": sum(1 for lst in lists for lab in lst.labels if lab == 1),
-            **_selection_card(outcome, dev), **(provenance or {})}
-    return _finish(model, out_dir, checkpoint, card, outcome)
+            "train_queries": len(queries), **asdict(settings),
+            "skip_partner_items": sum(1 for lst in lists for lab in lst.labels if lab == 1), **(provenance or {})}
+    return _train_and_save(model, batches, lambda batch: reranker_batch_loss(model, loss, batch, rr_texts),
+                           variant.learning_rate, settings, out_dir, fingerprint, log, dev, evaluate, card)

@@ -69,15 +69,15 @@ def retrieval_runs(context: dg.AssetExecutionContext, config: RetrievalSettings,
                    models: ModelSettings):
     """Rankings of the whole skill library for every evaluated query, by every available system."""
     skills = store.query("SELECT skill_id, name, description, body FROM skills ORDER BY skill_id").to_dicts()
+    queries = store.query("SELECT query_id, query, split FROM benchmark_queries WHERE split IN (SELECT unnest(?)) "
+                          "ORDER BY split, query_id", [config.splits]).to_dicts()
+    for split in sorted(set(config.splits) - {q["split"] for q in queries}):
+        context.log.warning(f"no {split} queries: nothing to evaluate on that split")
     rows = []
-    for split in config.splits:
-        queries = store.query("SELECT query_id, query FROM benchmark_queries WHERE split = ? ORDER BY query_id",
-                              [split]).to_dicts()
-        if not queries:
-            context.log.warning(f"no {split} queries: nothing to evaluate on that split")
-            continue
+    if queries:  # one pass over all splits: the library is embedded once per model, not once per split
         runs = evaluate_systems(skills, [q["query"] for q in queries], store, models, config)
-        rows += run_rows(runs, [q["query_id"] for q in queries], split=split)
+        split_of = {q["query_id"]: q["split"] for q in queries}
+        rows = [{**row, "split": split_of[row["query_id"]]} for row in run_rows(runs, list(split_of))]
     df = frame("retrieval_runs", rows)
     store.write("retrieval_runs", df)
     run_dir = write_trec_runs(df, store.artifacts_dir / "reports" / "runs")

@@ -98,6 +98,8 @@ def run_route(args: argparse.Namespace) -> int:
             raise RouteInputError("--queries needs --out RUN.jsonl")
         if args.top_k < 1:
             raise RouteInputError("--top-k must be >= 1")
+        if args.rerank_max_length is not None and args.rerank_max_length < 16:
+            raise RouteInputError("--rerank-max-length must be >= 16 tokens (a query and a skill name need room)")
         queries = read_queries(args.queries) if args.queries else [{"id": "query", "query": args.query}]
         if not args.queries and not args.query.strip():
             raise RouteInputError("--query is empty")
@@ -118,7 +120,8 @@ def run_route(args: argparse.Namespace) -> int:
         router = Router.from_store(db_path=args.db, embedder=args.embedder, reranker=args.reranker,
                                    query_prompt=args.query_prompt, cache_dir=args.cache_dir,
                                    reranker_backend=args.reranker_backend, log=stderr_log,
-                                   **({"reranker_max_length": args.rerank_max_length} if args.rerank_max_length else {}))
+                                   **({"reranker_max_length": args.rerank_max_length}
+                                      if args.rerank_max_length is not None else {}))
     except (RouteInputError, FileNotFoundError) as exc:
         print(f"skill-assets route: error: {exc}", file=sys.stderr)
         return 2

@@ -254,3 +254,9 @@ def test_cli_missing_pool(tmp_path, minilm, capsys):
     rc = route_main(["route", "--pool", str(tmp_path / "missing"), "--query", "x", "--embedder", minilm])
     assert rc == 2
     assert "does not exist" in capsys.readouterr().err
+
+
+def test_cli_rejects_a_reranker_length_too_short_to_hold_a_pair(pool_dir, minilm, cache_dir, capsys):
+    rc = route_main(["route", "--pool", str(pool_dir), "--query", DOCKER_QUERY, "--embedder", minilm,
+                     "--cache-dir", str(cache_dir), "--rerank-max-length", "4"])
+    assert rc == 2 and "--rerank-max-length must be >= 16" in capsys.readouterr().err

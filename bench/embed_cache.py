@@ -37,7 +37,7 @@ from skill_assets.lib.embedding_cache import (
     progress_reporter,
     refresh_embeddings,
 )
-from skill_assets.lib.onnx_encoder import choose_encoder
+from skill_assets.lib.encoder_backends import BACKENDS, choose_encoder
 from skill_assets.lib.skill_text import ENCODER_CAPS, skill_document
 from skill_assets.lib.sources import SourceSpec
 
@@ -78,7 +78,7 @@ def main() -> None:
     ap.add_argument("--corpus", type=Path, default=CORPUS)
     ap.add_argument("--db", type=Path, help="DuckDB file to (re)use for the ingested corpus (default: temporary)")
     ap.add_argument("--limit", type=int, help="only the first N skills (by id), for a quick run")
-    ap.add_argument("--backend", default="onnx-int8", choices=["onnx-int8", "torch"])
+    ap.add_argument("--backend", default="auto", choices=list(BACKENDS))
     ap.add_argument("--new-fraction", type=float, default=0.01)
     args = ap.parse_args()
 

@@ -27,7 +27,7 @@ from threadpoolctl import ThreadpoolController
 from skill_assets.lib.embedding_cache import encode_in_chunks, model_fingerprint
 from skill_assets.lib.frontmatter import SkillParseError, parse_skill_markdown
 from skill_assets.lib.hashing import digest
-from skill_assets.lib.onnx_encoder import ScorerChoice, choose_scorer
+from skill_assets.lib.encoder_backends import ScorerChoice, choose_scorer
 from skill_assets.lib.retrieval import Ranking, rerank
 from skill_assets.lib.skill_text import ENCODER_CAPS, QUERY_CHARS, RERANKER_CAPS, skill_document
 

@@ -5,7 +5,7 @@ import pytest
 
 from skill_assets.lib import store
 from skill_assets.lib.embedding_cache import refresh_embeddings
-from skill_assets.lib.onnx_encoder import torch_encode
+from skill_assets.lib.encoder_backends import torch_encode
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 

@@ -22,7 +22,7 @@ from skill_assets.lib.embedding_cache import (
     progress_reporter,
     refresh_embeddings,
 )
-from skill_assets.lib.onnx_encoder import EncoderChoice, choose_encoder
+from skill_assets.lib.encoder_backends import EncoderChoice, choose_encoder
 from skill_assets.lib.pools import split_pools
 from skill_assets.lib.sampling import SamplingPlan, sample_combinations
 from skill_assets.lib.skill_text import ENCODER_CAPS, TextCaps, skill_document
@@ -38,8 +38,9 @@ def load_embedding_matrix(store: DuckDBStore) -> tuple[list[str], np.ndarray]:
 class EmbeddingSettings(dg.Config):
     """How skill documents are embedded; the model itself is ``ModelSettings.embedder`` (name or path)."""
 
-    backend: str = Field("onnx-int8", description="onnx-int8 (int8 ONNX Runtime copy of the model, used only "
-                         "if it passes the quality gate against the original; else falls back) | torch")
+    backend: str = Field("auto", description="auto (bf16 autocast if it passes its quality and speed gate on "
+                         "this CPU, else int8 ONNX if it passes its quality gate, else the model as is) | "
+                         "torch-bf16 | onnx-int8 | torch (fp32, exact)")
     description_chars: int = ENCODER_CAPS.description_chars
     body_chars: int = ENCODER_CAPS.body_chars
     chunk_size: int = Field(256, description="texts embedded and written to the table per step (bounds memory)")

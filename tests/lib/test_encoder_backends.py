@@ -3,10 +3,11 @@ import os
 import numpy as np
 import pytest
 
-from skill_assets.lib import onnx_encoder
-from skill_assets.lib.onnx_encoder import (
+from skill_assets.lib import encoder_backends
+from skill_assets.lib.encoder_backends import (
     QualityGate,
     RankGate,
+    bf16_encode,
     choose_encoder,
     choose_scorer,
     torch_encode,
@@ -49,15 +50,42 @@ def test_int8_passes_gate_and_stays_close_to_the_original(minilm, cache_dir):
 
 def test_failed_gate_falls_back_to_the_original_model(minilm, cache_dir):
     choice = choose_encoder(minilm, "onnx-int8", cache_dir, "minilm", TEXTS, gate=QualityGate(min_cosine=1.01))
-    assert choice.backend == "torch" and "quality gate" in choice.reason
+    assert choice.backend == "torch" and "int8 gate" in choice.reason
     assert np.allclose(choice.encode(TEXTS[:2]), torch_encode(minilm, 32)(TEXTS[:2]), atol=1e-6)
+
+
+def test_bf16_stays_near_exact(minilm):
+    got, want = bf16_encode(minilm, 2)(TEXTS), torch_encode(minilm, 2)(TEXTS)
+    assert got.dtype == np.float32 and np.allclose(np.linalg.norm(got, axis=1), 1, atol=1e-5)
+    assert np.min(np.sum(got * want, axis=1)) > 0.999
+
+
+def test_bf16_is_chosen_when_its_gate_passes_and_the_verdict_is_reused(minilm, tmp_path):
+    anywhere = QualityGate(min_bf16_speedup=0.0)  # the speed half of the gate depends on the CPU; see below
+    choice = choose_encoder(minilm, "auto", tmp_path, "minilm", TEXTS, batch_size=2, gate=anywhere)
+    assert choice.backend == "torch-bf16" and "bf16 gate on 4 probe texts" in choice.reason
+    assert choice.probe_min_cosine > 0.999
+    (verdict,) = (tmp_path / "minilm").glob("bf16_gate_*.json")
+    stamp = verdict.stat().st_mtime_ns
+    assert choose_encoder(minilm, "torch-bf16", tmp_path, "minilm", TEXTS, gate=anywhere).backend == "torch-bf16"
+    assert verdict.stat().st_mtime_ns == stamp
+    assert not (tmp_path / "minilm" / "model_int8.onnx").exists()  # bf16 passed: nothing exported
+
+
+def test_slow_bf16_falls_through_to_int8_and_says_why(minilm, cache_dir):
+    emulated = QualityGate(min_bf16_speedup=1e9)  # what a CPU without native bf16 measures: not faster
+    auto = choose_encoder(minilm, "auto", cache_dir, "minilm", TEXTS, gate=emulated)
+    assert auto.backend == "onnx-int8"
+    assert "bf16 gate" in auto.reason and "int8 gate" in auto.reason
+    only_bf16 = choose_encoder(minilm, "torch-bf16", cache_dir, "minilm", TEXTS, gate=emulated)
+    assert only_bf16.backend == "torch" and "needs ≥1000000000" in only_bf16.reason
 
 
 def test_export_failure_falls_back(minilm, tmp_path, monkeypatch):
     def broken(model, out_dir):
         raise RuntimeError("cannot trace this architecture")
 
-    monkeypatch.setattr(onnx_encoder, "_export_int8", broken)
+    monkeypatch.setattr(encoder_backends, "_export_int8", broken)
     choice = choose_encoder(minilm, "onnx-int8", tmp_path, "minilm", TEXTS)
     assert choice.backend == "torch" and "cannot trace" in choice.reason
     with pytest.raises(ValueError):

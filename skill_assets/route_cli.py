@@ -16,6 +16,7 @@ import sys
 import time
 from pathlib import Path
 
+from skill_assets.lib.encoder_backends import BACKENDS
 from skill_assets.lib.jsonl import JsonlError, json_objects
 
 MAX_REJECTED_SHOWN = 20
@@ -47,9 +48,10 @@ def add_route_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--rerank-max-length", type=int,
                    help="reranker token cap (default 256, the length models are evaluated at; 128 roughly halves "
                         "CPU latency but cuts most of each skill's body)")
-    p.add_argument("--reranker-backend", default="onnx-int8", choices=("onnx-int8", "torch"),
-                   help="onnx-int8: on CPU, an int8 ONNX copy of the reranker if it orders probe pairs like the "
-                        "original (else falls back, and says so); torch: the model as saved")
+    p.add_argument("--reranker-backend", default="auto", choices=BACKENDS,
+                   help="on CPU: auto (default) = bf16 if it orders probe pairs like the original and runs faster "
+                        "here, else an int8 ONNX copy if it orders them like the original, else the model as saved "
+                        "(the log says which and why); torch-bf16 / onnx-int8 = only that one; torch = exact fp32")
     p.set_defaults(func=run_route)
     return p
 

@@ -317,7 +317,7 @@ class Router:
     def __init__(self, embedder_path: str | Path, reranker_path: str | Path | None = None,
                  cache_dir: str | Path | None = None, query_prompt: str = "", batch_size: int = 32,
                  num_threads: int | None = None, reranker_max_length: int = RERANKER_MAX_SEQ,
-                 reranker_backend: str = "onnx-int8", log: Callable[[str], None] | None = None) -> None:
+                 reranker_backend: str = "auto", log: Callable[[str], None] | None = None) -> None:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         self.embedder_path = str(embedder_path)
         self.reranker_path = str(reranker_path) if reranker_path else None

@@ -173,7 +173,7 @@ def test_reranker_backend_is_chosen_once_and_reported(minilm, pool_dir, tmp_path
     fast = Router(minilm, reranker_path=minilm, cache_dir=tmp_path / "cache", log=logs.append)
     fast.index(skills)
     fast.route([DOCKER_QUERY], top_k=3)
-    assert fast.scorer.backend in ("onnx-int8", "torch") and fast.scorer.reason
+    assert fast.scorer.backend in ("torch-bf16", "onnx-int8", "torch") and fast.scorer.reason
     assert any(line.startswith("reranker backend:") for line in logs)
     assert (tmp_path / "cache" / "onnx").is_dir()  # export and verdict live beside the index cache
     exact = Router(minilm, reranker_path=minilm, cache_dir=tmp_path / "cache", reranker_backend="torch")

@@ -20,9 +20,9 @@ checked against the original on a probe of the caller's own texts:
 Exports and gate verdicts are cached on disk by model fingerprint (the bf16 verdict also by CPU
 model, since it is about the hardware), so later runs start at once.
 
-Cross-encoders (the router's reranker) get the int8 treatment through ``choose_scorer``: the
-logits graph is exported, and the int8 copy is used only if it orders probe (query, document)
-pairs like the original (Spearman correlation, ``RankGate``).
+Cross-encoders (the router's reranker) get the same backends through ``choose_scorer``: for int8
+the logits graph is exported; either copy is used only if it orders probe (query, document) pairs
+like the original (Spearman correlation, ``RankGate``), and bf16 only if it is also faster.
 """
 from __future__ import annotations
 
@@ -36,7 +36,6 @@ from pathlib import Path
 import numpy as np
 
 BACKENDS = ("auto", "torch-bf16", "onnx-int8", "torch")
-SCORER_BACKENDS = ("onnx-int8", "torch")
 _INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 
 
@@ -227,23 +226,43 @@ def _agrees(verdict: dict, gate: QualityGate) -> bool:
     return verdict["min_cosine"] >= gate.min_cosine and verdict["mean_cosine"] >= gate.mean_cosine
 
 
+def _timed_agreement(fast: Callable, exact: Callable, probe: list, agreement: Callable[[np.ndarray, np.ndarray], dict]
+                     ) -> dict:
+    """How closely ``fast`` agrees with ``exact`` on the probe, and how many times faster it runs there."""
+    fast(probe[:2]), exact(probe[:2])  # warm-up: oneDNN builds its kernels on first use
+    start = time.perf_counter()
+    want = exact(probe)
+    mid = time.perf_counter()
+    got = fast(probe)
+    return agreement(got, want) | {"speedup": (mid - start) / max(time.perf_counter() - mid, 1e-9)}
+
+
+def _bf16_verdict(out_dir: Path, measure: Callable[[], dict], min_speedup: float) -> tuple[bool, str, dict]:
+    """The speed half of a bf16 gate, cached per CPU (the same weights on other hardware are measured again)."""
+    verdict = _cached_verdict(out_dir / f"bf16_gate_{_cpu_tag()}.json", measure)
+    return verdict["speedup"] >= min_speedup, f"{verdict['speedup']:.2f}× fp32 (needs ≥{min_speedup})", verdict
+
+
 def _try_bf16(model, fallback: Callable, out_dir: Path, probe: list[str], batch_size: int,
               gate: QualityGate) -> EncoderChoice:
     fast = bf16_encode(model, batch_size)
+    fast_enough, speed, verdict = _bf16_verdict(
+        out_dir, lambda: _timed_agreement(fast, fallback, probe, _agreement), gate.min_bf16_speedup)
+    passed = _agrees(verdict, gate) and fast_enough
+    return EncoderChoice(fast if passed else fallback, "torch-bf16" if passed else "torch",
+                         f"{_gate_reason('bf16', verdict, gate)}; {speed}", verdict["min_cosine"], verdict["mean_cosine"])
 
-    def measure() -> dict:
-        fast(probe[:2]), fallback(probe[:2])  # warm-up: oneDNN builds its kernels on first use
-        start = time.perf_counter()
-        exact = fallback(probe)
-        mid = time.perf_counter()
-        got = fast(probe)
-        return _agreement(got, exact) | {"speedup": (mid - start) / max(time.perf_counter() - mid, 1e-9)}
 
-    verdict = _cached_verdict(out_dir / f"bf16_gate_{_cpu_tag()}.json", measure)
-    reason = _gate_reason("bf16", verdict, gate) + f"; {verdict['speedup']:.2f}× fp32 (needs ≥{gate.min_bf16_speedup})"
-    passed = _agrees(verdict, gate) and verdict["speedup"] >= gate.min_bf16_speedup
-    return EncoderChoice(fast if passed else fallback, "torch-bf16" if passed else "torch", reason,
-                         verdict["min_cosine"], verdict["mean_cosine"])
+def _cascade(backend: str, bf16: Callable, int8: Callable):
+    """``auto``: bf16 if it passes its gate, else int8; a named backend: that one alone. A failed try's reason is kept."""
+    if backend == "onnx-int8":
+        return int8()
+    first = bf16()
+    if first.backend != "torch" or backend == "torch-bf16":
+        return first
+    second = int8()
+    second.reason = f"{first.reason}; {second.reason}"
+    return second
 
 
 def _try_int8(model, fallback: Callable, out_dir: Path, probe: list[str], batch_size: int,
@@ -274,15 +293,8 @@ def choose_encoder(model, backend: str, cache_dir: Path, fingerprint: str, sampl
     if why := _unsupported(model, getattr(model[0], "auto_model", None)):
         return EncoderChoice(fallback, "torch", why)
     probe, out_dir = _probe(sample_texts, gate.probe_size), cache_dir / fingerprint
-    tried: list[str] = []
-    if backend in ("auto", "torch-bf16"):
-        choice = _try_bf16(model, fallback, out_dir, probe, batch_size, gate)
-        if choice.backend != "torch" or backend == "torch-bf16":
-            return choice
-        tried.append(choice.reason)
-    choice = _try_int8(model, fallback, out_dir, probe, batch_size, gate)
-    choice.reason = "; ".join([*tried, choice.reason])
-    return choice
+    return _cascade(backend, lambda: _try_bf16(model, fallback, out_dir, probe, batch_size, gate),
+                    lambda: _try_int8(model, fallback, out_dir, probe, batch_size, gate))
 
 
 # ------------------------------------------------------------------------------------------ cross-encoders
@@ -295,6 +307,7 @@ class RankGate:
 
     min_spearman: float = 0.98
     probe_size: int = 64
+    min_bf16_speedup: float = 1.2
 
 
 @dataclass
@@ -338,32 +351,64 @@ def _onnx_score(cross_encoder, onnx_path: Path, batch_size: int) -> Callable[[li
     return score
 
 
-def choose_scorer(cross_encoder, backend: str, cache_dir: Path, fingerprint: str, sample_pairs: list[tuple[str, str]],
-                  batch_size: int = 32, gate: RankGate = RankGate()) -> ScorerChoice:
-    """The fastest faithful pair scorer: int8 ONNX when requested, exportable and rank-gated, else torch."""
+def bf16_score(cross_encoder, batch_size: int) -> Callable[[list[tuple[str, str]]], np.ndarray]:
+    """The cross-encoder itself with its matrix products in bfloat16."""
+    import torch
+
+    def score(pairs: list[tuple[str, str]]) -> np.ndarray:
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            return torch_score(cross_encoder, batch_size)(pairs)
+
+    return score
+
+
+def _rank_agreement(fast: np.ndarray, exact: np.ndarray) -> dict:
     from scipy.stats import spearmanr
 
-    if backend not in SCORER_BACKENDS:
-        raise ValueError(f"unknown reranker backend {backend!r}; choose one of {SCORER_BACKENDS}")
+    rho = float(spearmanr(fast, exact).statistic) if len(exact) > 2 else float("nan")
+    return {"spearman": rho, "probe": len(exact)}
+
+
+def _rank_reason(name: str, verdict: dict, gate: RankGate) -> str:
+    return (f"{name} rank gate on {verdict['probe']} probe pairs: Spearman {verdict['spearman']:.4f} "
+            f"(needs ≥{gate.min_spearman})")
+
+
+def _try_bf16_scorer(cross_encoder, fallback: Callable, out_dir: Path, probe: list, batch_size: int,
+                     gate: RankGate) -> ScorerChoice:
+    fast = bf16_score(cross_encoder, batch_size)
+    fast_enough, speed, verdict = _bf16_verdict(
+        out_dir, lambda: _timed_agreement(fast, fallback, probe, _rank_agreement), gate.min_bf16_speedup)
+    passed = verdict["spearman"] >= gate.min_spearman and fast_enough  # NaN (too few probe pairs) never passes
+    return ScorerChoice(fast if passed else fallback, "torch-bf16" if passed else "torch",
+                        f"{_rank_reason('bf16', verdict, gate)}; {speed}", verdict["spearman"])
+
+
+def _try_int8_scorer(cross_encoder, fallback: Callable, out_dir: Path, probe: list, batch_size: int,
+                     gate: RankGate) -> ScorerChoice:
+    try:
+        int8, verdict = _gated_int8(out_dir, lambda out: _export_cross_int8(cross_encoder, out),
+                                    lambda path: _onnx_score(cross_encoder, path, batch_size),
+                                    lambda fast: _rank_agreement(fast(probe), fallback(probe)))
+    except Exception as exc:  # noqa: BLE001 - any export/runtime failure means: use the original model
+        return ScorerChoice(fallback, "torch", f"int8 ONNX export failed: {type(exc).__name__}: {exc}"[:300])
+    passed = verdict["spearman"] >= gate.min_spearman
+    return ScorerChoice(int8 if passed else fallback, "onnx-int8" if passed else "torch",
+                        _rank_reason("int8", verdict, gate), verdict["spearman"])
+
+
+def choose_scorer(cross_encoder, backend: str, cache_dir: Path, fingerprint: str, sample_pairs: list[tuple[str, str]],
+                  batch_size: int = 32, gate: RankGate = RankGate()) -> ScorerChoice:
+    """The fastest faithful pair scorer among the requested backend(s) (as ``choose_encoder``), else the model itself."""
+    if backend not in BACKENDS:
+        raise ValueError(f"unknown reranker backend {backend!r}; choose one of {BACKENDS}")
     fallback = torch_score(cross_encoder, batch_size)
     if backend == "torch":
         return ScorerChoice(fallback, "torch", "requested")
     if getattr(cross_encoder, "num_labels", 1) != 1:
-        return ScorerChoice(fallback, "torch", "int8 ONNX scores one-label cross-encoders only")
+        return ScorerChoice(fallback, "torch", "bf16 and int8 paths score one-label cross-encoders only")
     if why := _unsupported(cross_encoder, getattr(cross_encoder, "transformers_model", None)):
         return ScorerChoice(fallback, "torch", why)
-
-    def measure(int8: Callable) -> dict:
-        probe = sample_pairs[: gate.probe_size]
-        rho = float(spearmanr(int8(probe), fallback(probe)).statistic) if len(probe) > 2 else float("nan")
-        return {"spearman": rho, "probe": len(probe)}
-
-    try:
-        int8, verdict = _gated_int8(cache_dir / fingerprint, lambda out: _export_cross_int8(cross_encoder, out),
-                                    lambda path: _onnx_score(cross_encoder, path, batch_size), measure)
-    except Exception as exc:  # noqa: BLE001 - any export/runtime failure means: use the original model
-        return ScorerChoice(fallback, "torch", f"int8 ONNX export failed: {type(exc).__name__}: {exc}"[:300])
-    passed = verdict["spearman"] >= gate.min_spearman  # NaN (too few probe pairs) never passes
-    reason = (f"rank gate on {verdict['probe']} probe pairs: Spearman {verdict['spearman']:.4f} "
-              f"(needs ≥{gate.min_spearman})")
-    return ScorerChoice(int8 if passed else fallback, "onnx-int8" if passed else "torch", reason, verdict["spearman"])
+    probe, out_dir = sample_pairs[: gate.probe_size], cache_dir / fingerprint
+    return _cascade(backend, lambda: _try_bf16_scorer(cross_encoder, fallback, out_dir, probe, batch_size, gate),
+                    lambda: _try_int8_scorer(cross_encoder, fallback, out_dir, probe, batch_size, gate))

@@ -130,3 +130,18 @@ def test_scorer_falls_back_when_order_is_not_kept_or_torch_is_asked(cross_encode
     assert too_few.backend == "torch"  # two pairs cannot show an order: never trusted
     with pytest.raises(ValueError):
         choose_scorer(cross_encoder, "int4", tmp_path, "ce", PAIRS)
+
+
+def test_bf16_scorer_keeps_the_order_and_auto_falls_through_when_it_is_not_faster(cross_encoder, tmp_path):
+    from skill_assets.lib.encoder_backends import bf16_score
+
+    got, want = bf16_score(cross_encoder, 32)(PAIRS), torch_score(cross_encoder, 32)(PAIRS)
+    assert got.shape == want.shape and np.max(np.abs(got - want)) < 0.02
+    anywhere = RankGate(min_spearman=-1.0, min_bf16_speedup=0.0)  # the speed half depends on the CPU
+    auto = choose_scorer(cross_encoder, "auto", tmp_path, "ce", PAIRS, gate=anywhere)
+    assert auto.backend == "torch-bf16" and "bf16 rank gate on 12 probe pairs" in auto.reason
+    assert not (tmp_path / "ce" / "model_int8.onnx").exists()
+    emulated = RankGate(min_spearman=-1.0, min_bf16_speedup=1e9)
+    slow = choose_scorer(cross_encoder, "auto", tmp_path, "ce", PAIRS, gate=emulated)  # cached bf16 verdict reused
+    assert slow.backend == "onnx-int8" and "bf16 rank gate" in slow.reason and "int8 rank gate" in slow.reason
+    assert choose_scorer(cross_encoder, "torch-bf16", tmp_path, "ce", PAIRS, gate=emulated).backend == "torch"

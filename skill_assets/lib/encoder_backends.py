@@ -184,13 +184,19 @@ def _cached_verdict(path: Path, measure: Callable[[], dict]) -> dict:
 
 
 def _gated_int8(out_dir: Path, export: Callable[[Path], Path], build: Callable[[Path], Callable],
-                measure: Callable[[Callable], dict]) -> tuple[Callable, dict]:
-    """Export once and measure the int8 copy against the original once; both results are cached in ``out_dir``."""
-    onnx_path = out_dir / "model_int8.onnx"
-    if not onnx_path.exists():
-        export(out_dir)
-    fast = build(onnx_path)
-    return fast, _cached_verdict(out_dir / "quality_gate.json", lambda: measure(fast))
+                measure: Callable[[Callable], dict]) -> tuple[Callable | None, dict]:
+    """Export once and measure the int8 copy against the original once; both results are cached in ``out_dir``.
+
+    Any export or runtime failure means "use the original model": (None, {"error": why}).
+    """
+    try:
+        onnx_path = out_dir / "model_int8.onnx"
+        if not onnx_path.exists():
+            export(out_dir)
+        fast = build(onnx_path)
+        return fast, _cached_verdict(out_dir / "quality_gate.json", lambda: measure(fast))
+    except Exception as exc:  # noqa: BLE001 - whatever broke, the original model still works
+        return None, {"error": f"int8 ONNX export failed: {type(exc).__name__}: {exc}"[:300]}
 
 
 def _unsupported(model, transformer) -> str | None:
@@ -267,12 +273,11 @@ def _cascade(backend: str, bf16: Callable, int8: Callable):
 
 def _try_int8(model, fallback: Callable, out_dir: Path, probe: list[str], batch_size: int,
               gate: QualityGate) -> EncoderChoice:
-    try:
-        int8, verdict = _gated_int8(out_dir, lambda out: _export_int8(model, out),
-                                    lambda path: _onnx_encode(model, path, batch_size),
-                                    lambda fast: _agreement(fast(probe), fallback(probe)))
-    except Exception as exc:  # noqa: BLE001 - any export/runtime failure means: use the original model
-        return EncoderChoice(fallback, "torch", f"int8 ONNX export failed: {type(exc).__name__}: {exc}"[:300])
+    int8, verdict = _gated_int8(out_dir, lambda out: _export_int8(model, out),
+                                lambda path: _onnx_encode(model, path, batch_size),
+                                lambda fast: _agreement(fast(probe), fallback(probe)))
+    if int8 is None:
+        return EncoderChoice(fallback, "torch", verdict["error"])
     passed = _agrees(verdict, gate)
     return EncoderChoice(int8 if passed else fallback, "onnx-int8" if passed else "torch",
                          _gate_reason("int8", verdict, gate), verdict["min_cosine"], verdict["mean_cosine"])
@@ -386,12 +391,11 @@ def _try_bf16_scorer(cross_encoder, fallback: Callable, out_dir: Path, probe: li
 
 def _try_int8_scorer(cross_encoder, fallback: Callable, out_dir: Path, probe: list, batch_size: int,
                      gate: RankGate) -> ScorerChoice:
-    try:
-        int8, verdict = _gated_int8(out_dir, lambda out: _export_cross_int8(cross_encoder, out),
-                                    lambda path: _onnx_score(cross_encoder, path, batch_size),
-                                    lambda fast: _rank_agreement(fast(probe), fallback(probe)))
-    except Exception as exc:  # noqa: BLE001 - any export/runtime failure means: use the original model
-        return ScorerChoice(fallback, "torch", f"int8 ONNX export failed: {type(exc).__name__}: {exc}"[:300])
+    int8, verdict = _gated_int8(out_dir, lambda out: _export_cross_int8(cross_encoder, out),
+                                lambda path: _onnx_score(cross_encoder, path, batch_size),
+                                lambda fast: _rank_agreement(fast(probe), fallback(probe)))
+    if int8 is None:
+        return ScorerChoice(fallback, "torch", verdict["error"])
     passed = verdict["spearman"] >= gate.min_spearman
     return ScorerChoice(int8 if passed else fallback, "onnx-int8" if passed else "torch",
                         _rank_reason("int8", verdict, gate), verdict["spearman"])

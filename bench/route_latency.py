@@ -101,6 +101,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--reranker-backend", default="auto", choices=BACKENDS,
                     help="auto (default: bf16 or int8, each gated against the original), torch-bf16, onnx-int8 or "
                          "torch (fp32)")
+    ap.add_argument("--embedder-backend", default="torch-bf16", choices=BACKENDS,
+                    help="how pool documents are embedded (as `skill-assets route --embedder-backend`)")
     ap.add_argument("--index-only", action="store_true", help="build the pool and index, then stop")
     ap.add_argument("--metrics-queries", type=int, default=10_000)
     ap.add_argument("--seed", type=int, default=13)
@@ -120,6 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     stderr_log(f"reranker: {reranker}")
     router = Router(embedder, reranker_path=reranker, cache_dir=args.cache_dir, num_threads=args.threads,
                     reranker_max_length=args.rerank_max_length, reranker_backend=args.reranker_backend,
+                    embedder_backend=args.embedder_backend,
                     log=stderr_log)
     stats = router.index(pool)
     stderr_log(f"index: {stats.seconds:.1f}s ({stats.encoded} encoded, {stats.cached} cached)")

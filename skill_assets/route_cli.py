@@ -52,6 +52,10 @@ def add_route_parser(subparsers) -> argparse.ArgumentParser:
                    help="on CPU: auto (default) = bf16 if it orders probe pairs like the original and runs faster "
                         "here, else an int8 ONNX copy if it orders them like the original, else the model as saved "
                         "(the log says which and why); torch-bf16 / onnx-int8 = only that one; torch = exact fp32")
+    p.add_argument("--embedder-backend", default="torch-bf16", choices=BACKENDS,
+                   help="how pool documents are embedded on CPU: torch-bf16 (default; used only if it agrees with fp32 "
+                        "on a probe and runs faster here, else fp32), auto (also allows an int8 ONNX copy: faster on "
+                        "CPUs without bf16, less faithful), onnx-int8, torch (exact fp32)")
     p.set_defaults(func=run_route)
     return p
 
@@ -121,7 +125,8 @@ def run_route(args: argparse.Namespace) -> int:
             raise RouteInputError(f"skill pool {args.pool} has no valid skills")
         router = Router.from_store(db_path=args.db, embedder=args.embedder, reranker=args.reranker,
                                    query_prompt=args.query_prompt, cache_dir=args.cache_dir,
-                                   reranker_backend=args.reranker_backend, log=stderr_log,
+                                   reranker_backend=args.reranker_backend, embedder_backend=args.embedder_backend,
+                                   log=stderr_log,
                                    **({"reranker_max_length": args.rerank_max_length}
                                       if args.rerank_max_length is not None else {}))
     except (RouteInputError, FileNotFoundError) as exc:

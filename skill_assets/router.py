@@ -25,7 +25,7 @@ import numpy as np
 from threadpoolctl import ThreadpoolController
 
 from skill_assets.lib.embedding_cache import encode_in_chunks, model_fingerprint
-from skill_assets.lib.encoder_backends import ScorerChoice, choose_scorer
+from skill_assets.lib.encoder_backends import BACKENDS, ScorerChoice, choose_encoder, choose_scorer
 from skill_assets.lib.frontmatter import SkillParseError, parse_skill_markdown
 from skill_assets.lib.hashing import digest
 from skill_assets.lib.retrieval import Ranking, rerank
@@ -39,7 +39,7 @@ BASE_RERANKER = ("base", "minilm")
 NO_RERANKER = ("none", "off", "")
 EMBEDDER_MAX_SEQ = 256   # what the embedders are trained with (TrainingSettings.max_seq_length)
 RERANKER_MAX_SEQ = 256   # likewise for the cross-encoders
-CACHE_FORMAT = "v1"
+CACHE_FORMAT = "v2"  # v2: the document encoder backend is part of the key
 SMALL_BATCH = 64  # queries per search below which the similarity product runs single-threaded
 SKILL_FILENAME = "SKILL.md"
 
@@ -317,7 +317,8 @@ class Router:
     def __init__(self, embedder_path: str | Path, reranker_path: str | Path | None = None,
                  cache_dir: str | Path | None = None, query_prompt: str = "", batch_size: int = 32,
                  num_threads: int | None = None, reranker_max_length: int = RERANKER_MAX_SEQ,
-                 reranker_backend: str = "auto", log: Callable[[str], None] | None = None) -> None:
+                 reranker_backend: str = "auto", embedder_backend: str = "torch-bf16",
+                 log: Callable[[str], None] | None = None) -> None:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         self.embedder_path = str(embedder_path)
         self.reranker_path = str(reranker_path) if reranker_path else None
@@ -329,6 +330,9 @@ class Router:
         self.batch_size = batch_size
         self.reranker_max_length = reranker_max_length
         self.reranker_backend = reranker_backend
+        if embedder_backend not in BACKENDS:
+            raise ValueError(f"unknown embedder backend {embedder_backend!r}; choose one of {BACKENDS}")
+        self.embedder_backend = embedder_backend
         self.log = log or (lambda msg: None)
         if num_threads:
             import torch
@@ -400,8 +404,18 @@ class Router:
     @property
     def fingerprint(self) -> str:
         if self._fingerprint is None:
-            self._fingerprint = digest(f"{CACHE_FORMAT}|{model_fingerprint(self.embedder_path)}|{EMBEDDER_MAX_SEQ}")
+            self._fingerprint = digest(f"{CACHE_FORMAT}|{model_fingerprint(self.embedder_path)}|{EMBEDDER_MAX_SEQ}|"
+                                       f"{self.embedder_backend}")
         return self._fingerprint
+
+    def _document_encoder(self, sample: list[str]) -> Callable[[list[str]], np.ndarray]:
+        """How pool documents are embedded: by default bf16 where this CPU runs it natively and a probe of
+        ``sample`` agrees with fp32 (``choose_encoder``; verdict cached beside the index), else fp32.
+        Queries are always embedded by the model as is: one short text per request gains nothing."""
+        choice = choose_encoder(self.embedder, self.embedder_backend, self.cache_dir / "onnx", self.fingerprint,
+                                sample, self.batch_size)
+        self.log(f"document encoder: {choice.backend} ({choice.reason})")
+        return choice.encode
 
     def _encode(self, texts: list[str], batch_size: int | None = None) -> np.ndarray:
         import torch
@@ -435,7 +449,7 @@ class Router:
             self.log(f"encoding {len(todo)} of {len(skills)} skill documents ({len(skills) - len(miss)} cached)")
             texts = [docs[i] for i in todo]
             pending_h, pending_e, done = [], [], 0
-            for idx, emb in encode_in_chunks(texts, self._encode, chunk_size=256):
+            for idx, emb in encode_in_chunks(texts, self._document_encoder(texts), chunk_size=256):
                 if matrix is None:
                     matrix = np.zeros((len(skills), emb.shape[1]), dtype=np.float32)
                 pending_h += [hashes[todo[j]] for j in idx]
@@ -496,7 +510,7 @@ class Router:
 
     @property
     def scorer(self) -> ScorerChoice:
-        """How pairs are scored: on CPU an int8 ONNX copy of the reranker when it orders probe pairs like the
+        """How pairs are scored: on CPU a bf16 or int8 copy of the reranker when it orders probe pairs like the
         original (``choose_scorer``; export and verdict cached beside the index), else the model itself."""
         if self._scorer is None:
             fingerprint = digest(f"{model_fingerprint(self.reranker_path)}|{self.reranker_max_length}")

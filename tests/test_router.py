@@ -298,3 +298,18 @@ def test_registered_reranker_is_skipped_when_the_store_scores_it_below_its_first
     assert Router.from_store(db_path=db, log=said.append).reranker_path is None
     assert "not used" in said[0] and str(rr) in said[0]
     assert Router.from_store(db_path=db, reranker=str(rr)).reranker_path == str(rr)  # explicit always wins
+
+
+def test_pool_documents_are_embedded_by_the_gated_backend_and_it_keys_the_cache(minilm, pool_dir, tmp_path):
+    skills, _ = load_pool(pool_dir)
+    said: list[str] = []
+    fast = Router(minilm, cache_dir=tmp_path / "cache", log=said.append)  # torch-bf16 by default
+    fast.index(skills)
+    (line,) = [m for m in said if m.startswith("document encoder: ")]
+    assert "bf16 gate on" in line  # chosen or refused, the gate says what it measured
+    exact = Router(minilm, cache_dir=tmp_path / "cache", embedder_backend="torch")
+    assert exact.fingerprint != fast.fingerprint  # fp32 and bf16 vectors never share cache entries
+    assert exact.index(skills).encoded == len(skills)
+    assert np.min(np.sum(exact._matrix * fast._matrix, axis=1)) > 0.999
+    with pytest.raises(ValueError, match="unknown embedder backend"):
+        Router(minilm, embedder_backend="fp8")

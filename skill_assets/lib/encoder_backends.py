@@ -41,7 +41,8 @@ _INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 
 @dataclass(frozen=True)
 class QualityGate:
-    """Minimum cosine between int8 and original embeddings of the probe texts."""
+    """How close a fast copy (bf16 or int8) must stay to the original's embeddings of the probe texts, and how
+    much faster bf16 must be (int8 needs no speed check: its kernels exist on every x86-64 CPU)."""
 
     min_cosine: float = 0.97
     mean_cosine: float = 0.99
@@ -253,7 +254,7 @@ def _timed_agreement(fast: Callable, exact: Callable, probe: list, agreement: Ca
 
 
 def _bf16_verdict(out_dir: Path, measure: Callable[[], dict], min_speedup: float) -> tuple[bool, str, dict]:
-    """The speed half of a bf16 gate, cached per CPU (the same weights on other hardware are measured again)."""
+    """A bf16 verdict (agreement and speed), cached per CPU: the same weights on other hardware are measured again."""
     verdict = _cached_verdict(out_dir / f"bf16_gate_{_cpu_tag()}.json", measure)
     return verdict["speedup"] >= min_speedup, f"{verdict['speedup']:.2f}× fp32 (needs ≥{min_speedup})", verdict
 

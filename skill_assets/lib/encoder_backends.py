@@ -42,7 +42,8 @@ _INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 @dataclass(frozen=True)
 class QualityGate:
     """How close a fast copy (bf16 or int8) must stay to the original's embeddings of the probe texts, and how
-    much faster bf16 must be (int8 needs no speed check: its kernels exist on every x86-64 CPU)."""
+    much faster bf16 must be. int8 is not timed: ONNX Runtime's int8 kernels need no special hardware, and they
+    ran faster than fp32 on both CPUs measured (1.5× and 2.4× for the transformer alone)."""
 
     min_cosine: float = 0.97
     mean_cosine: float = 0.99

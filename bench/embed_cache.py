@@ -37,7 +37,7 @@ from skill_assets.lib.embedding_cache import (
     progress_reporter,
     refresh_embeddings,
 )
-from skill_assets.lib.encoder_backends import BACKENDS, choose_encoder
+from skill_assets.lib.encoder_backends import BACKENDS, backend_key, choose_encoder
 from skill_assets.lib.skill_text import ENCODER_CAPS, skill_document
 from skill_assets.lib.sources import SourceSpec
 
@@ -90,7 +90,7 @@ def main() -> None:
     new = set(rng.choice(len(ids), size=max(1, round(len(ids) * args.new_fraction)), replace=False).tolist())
     base = [i for i in range(len(ids)) if i not in new]
     settings = ModelSettings()
-    fingerprint = f"{model_fingerprint(settings.embedder)}/{args.backend}"
+    fingerprint = f"{model_fingerprint(settings.embedder)}/{backend_key(args.backend)}"
     onnx_cache = tmp / "onnx"  # cold: the first pass pays for export and quality gate
     store.drop_table(db, "skill_embeddings")
     chosen = []

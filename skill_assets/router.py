@@ -25,7 +25,7 @@ import numpy as np
 from threadpoolctl import ThreadpoolController
 
 from skill_assets.lib.embedding_cache import encode_in_chunks, model_fingerprint
-from skill_assets.lib.encoder_backends import BACKENDS, ScorerChoice, choose_encoder, choose_scorer
+from skill_assets.lib.encoder_backends import BACKENDS, ScorerChoice, backend_key, choose_encoder, choose_scorer
 from skill_assets.lib.frontmatter import SkillParseError, parse_skill_markdown
 from skill_assets.lib.hashing import digest
 from skill_assets.lib.retrieval import Ranking, rerank
@@ -405,7 +405,7 @@ class Router:
     def fingerprint(self) -> str:
         if self._fingerprint is None:
             self._fingerprint = digest(f"{CACHE_FORMAT}|{model_fingerprint(self.embedder_path)}|{EMBEDDER_MAX_SEQ}|"
-                                       f"{self.embedder_backend}")
+                                       f"{backend_key(self.embedder_backend)}")
         return self._fingerprint
 
     def _document_encoder(self, sample: list[str]) -> Callable[[list[str]], np.ndarray]:

@@ -220,6 +220,12 @@ def _cpu_tag() -> str:
     return digest("\n".join(sorted(set(names))) or platform.processor() or platform.machine())[:12]
 
 
+def backend_key(backend: str) -> str:
+    """The backend as part of a cache key. Where the choice depends on the CPU (``auto`` may resolve to bf16 on
+    one machine and int8 on another), the CPU is part of it, so vectors of two backends never share a key."""
+    return f"{backend}@{_cpu_tag()}" if backend in ("auto", "torch-bf16") else backend
+
+
 def _agreement(fast: np.ndarray, exact: np.ndarray) -> dict:
     cos = np.sum(fast * exact, axis=1)
     return {"min_cosine": float(cos.min()), "mean_cosine": float(cos.mean()), "probe": len(cos)}

@@ -63,7 +63,7 @@ TABLES: dict[str, Table] = {t.name: t for t in [
        ("duplicate_skill_id", S, "the folded raw skill"), ("kept_skill_id", S, "the skill kept in `skills`"),
        ("layer", S, "name_and_content | content | near_duplicate"), ("similarity", F, "1.0, or the verified Jaccard")),
     _t("skill_embeddings", "Embedding of each skill document; also the embedding cache.",
-       ("skill_id", S, "skill id"), ("model_id", S, "model name or path"), ("model_fingerprint", S, "hash of the weights / embedding backend (the cache key with text_hash)"),
+       ("skill_id", S, "skill id"), ("model_id", S, "model name or path"), ("model_fingerprint", S, "hash of the weights / embedding backend (@ CPU where the backend depends on it); the cache key with text_hash"),
        ("text_hash", S, "hash of the embedded text"), ("embedding", pl.List(pl.Float32), "L2-normalised vector")),
     _t("cluster_sweep", "KMeans quality figures for every candidate K.",
        ("k", I, "number of sub-clusters"), ("inertia", F, "KMeans inertia (lower better)"),

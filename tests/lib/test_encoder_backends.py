@@ -145,3 +145,11 @@ def test_bf16_scorer_keeps_the_order_and_auto_falls_through_when_it_is_not_faste
     slow = choose_scorer(cross_encoder, "auto", tmp_path, "ce", PAIRS, gate=emulated)  # cached bf16 verdict reused
     assert slow.backend == "onnx-int8" and "bf16 rank gate" in slow.reason and "int8 rank gate" in slow.reason
     assert choose_scorer(cross_encoder, "torch-bf16", tmp_path, "ce", PAIRS, gate=emulated).backend == "torch"
+
+
+def test_cache_keys_name_the_cpu_where_the_backend_depends_on_it():
+    from skill_assets.lib.encoder_backends import backend_key
+
+    assert backend_key("torch") == "torch" and backend_key("onnx-int8") == "onnx-int8"
+    assert backend_key("auto").startswith("auto@") and backend_key("torch-bf16").startswith("torch-bf16@")
+    assert backend_key("auto") == backend_key("auto")  # stable on one machine, so warm runs hit the cache

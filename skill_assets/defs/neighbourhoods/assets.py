@@ -22,7 +22,7 @@ from skill_assets.lib.embedding_cache import (
     progress_reporter,
     refresh_embeddings,
 )
-from skill_assets.lib.encoder_backends import EncoderChoice, choose_encoder
+from skill_assets.lib.encoder_backends import EncoderChoice, backend_key, choose_encoder
 from skill_assets.lib.pools import split_pools
 from skill_assets.lib.sampling import SamplingPlan, sample_combinations
 from skill_assets.lib.skill_text import ENCODER_CAPS, TextCaps, skill_document
@@ -54,7 +54,7 @@ def skill_embeddings(context: dg.AssetExecutionContext, config: EmbeddingSetting
     skills = store.query("SELECT skill_id, name, substr(description, 1, ?) AS d, substr(body, 1, ?) AS b "
                          "FROM skills ORDER BY skill_id", [caps.description_chars, caps.body_chars])
     texts = [skill_document(n, d, b, caps) for n, d, b in zip(skills["name"], skills["d"], skills["b"])]
-    fingerprint = f"{model_fingerprint(models.embedder)}/{config.backend}"
+    fingerprint = f"{model_fingerprint(models.embedder)}/{backend_key(config.backend)}"
     chosen: list[EncoderChoice] = []
 
     def load_encode(missing: list[str]):

@@ -26,6 +26,7 @@ like the original (Spearman correlation, ``RankGate``), and bf16 only if it is a
 """
 from __future__ import annotations
 
+import functools
 import json
 import platform
 import time
@@ -50,6 +51,23 @@ class QualityGate:
     probe_size: int = 48
     #: bf16 must beat fp32 by this factor on the probe; emulated bf16 (no hardware support) does not
     min_bf16_speedup: float = 1.2
+
+    @staticmethod
+    def agreement(fast: np.ndarray, exact: np.ndarray) -> dict:
+        cos = np.sum(fast * exact, axis=1)
+        return {"min_cosine": float(cos.min()), "mean_cosine": float(cos.mean()), "probe": len(cos)}
+
+    def passes(self, verdict: dict) -> bool:
+        return verdict["min_cosine"] >= self.min_cosine and verdict["mean_cosine"] >= self.mean_cosine
+
+    def describe(self, name: str, verdict: dict) -> str:
+        return (f"{name} gate on {verdict['probe']} probe texts: min cosine {verdict['min_cosine']:.4f}, "
+                f"mean {verdict['mean_cosine']:.4f} (needs ≥{self.min_cosine} / ≥{self.mean_cosine})")
+
+    @staticmethod
+    def figures(verdict: dict) -> tuple:
+        """The measured values an ``EncoderChoice`` carries after its reason."""
+        return verdict["min_cosine"], verdict["mean_cosine"]
 
 
 @dataclass
@@ -209,6 +227,7 @@ def _unsupported(model, transformer) -> str | None:
     return None
 
 
+@functools.cache
 def _cpu_tag() -> str:
     """Which CPU a bf16 verdict was measured on: the same model files on other hardware are measured again."""
     from skill_assets.lib.hashing import digest
@@ -224,20 +243,6 @@ def backend_key(backend: str) -> str:
     """The backend as part of a cache key. Where the choice depends on the CPU (``auto`` may resolve to bf16 on
     one machine and int8 on another), the CPU is part of it, so vectors of two backends never share a key."""
     return f"{backend}@{_cpu_tag()}" if backend in ("auto", "torch-bf16") else backend
-
-
-def _agreement(fast: np.ndarray, exact: np.ndarray) -> dict:
-    cos = np.sum(fast * exact, axis=1)
-    return {"min_cosine": float(cos.min()), "mean_cosine": float(cos.mean()), "probe": len(cos)}
-
-
-def _gate_reason(name: str, verdict: dict, gate: QualityGate) -> str:
-    return (f"{name} gate on {verdict['probe']} probe texts: min cosine {verdict['min_cosine']:.4f}, "
-            f"mean {verdict['mean_cosine']:.4f} (needs ≥{gate.min_cosine} / ≥{gate.mean_cosine})")
-
-
-def _agrees(verdict: dict, gate: QualityGate) -> bool:
-    return verdict["min_cosine"] >= gate.min_cosine and verdict["mean_cosine"] >= gate.mean_cosine
 
 
 #: a speed verdict is cached for good, so it is timed on at least this many inputs (the probe repeated if shorter)
@@ -260,20 +265,27 @@ def _timed_agreement(fast: Callable, exact: Callable, probe: list, agreement: Ca
     return agreement(got[: len(probe)], want[: len(probe)]) | {"speedup": speedup}
 
 
-def _bf16_verdict(out_dir: Path, measure: Callable[[], dict], min_speedup: float) -> tuple[bool, str, dict]:
-    """A bf16 verdict (agreement and speed), cached per CPU: the same weights on other hardware are measured again."""
-    verdict = _cached_verdict(out_dir / f"bf16_gate_{_cpu_tag()}.json", measure)
-    return verdict["speedup"] >= min_speedup, f"{verdict['speedup']:.2f}× fp32 (needs ≥{min_speedup})", verdict
+def _try_bf16(fast: Callable, fallback: Callable, out_dir: Path, probe: list, gate: QualityGate | RankGate, make: type):
+    """``fast`` (a bf16 run of the model) if it agrees with ``fallback`` under ``gate`` and is fast enough here.
+
+    The verdict is cached per CPU: the same weights on other hardware are measured again.
+    """
+    verdict = _cached_verdict(out_dir / f"bf16_gate_{_cpu_tag()}.json",
+                              lambda: _timed_agreement(fast, fallback, probe, gate.agreement))
+    passed = gate.passes(verdict) and verdict["speedup"] >= gate.min_bf16_speedup
+    reason = f"{gate.describe('bf16', verdict)}; {verdict['speedup']:.2f}× fp32 (needs ≥{gate.min_bf16_speedup})"
+    return make(fast if passed else fallback, "torch-bf16" if passed else "torch", reason, *gate.figures(verdict))
 
 
-def _try_bf16(model, fallback: Callable, out_dir: Path, probe: list[str], batch_size: int,
-              gate: QualityGate) -> EncoderChoice:
-    fast = bf16_encode(model, batch_size)
-    fast_enough, speed, verdict = _bf16_verdict(
-        out_dir, lambda: _timed_agreement(fast, fallback, probe, _agreement), gate.min_bf16_speedup)
-    passed = _agrees(verdict, gate) and fast_enough
-    return EncoderChoice(fast if passed else fallback, "torch-bf16" if passed else "torch",
-                         f"{_gate_reason('bf16', verdict, gate)}; {speed}", verdict["min_cosine"], verdict["mean_cosine"])
+def _try_int8(export: Callable[[Path], Path], build: Callable[[Path], Callable], fallback: Callable, out_dir: Path,
+              probe: list, gate: QualityGate | RankGate, make: type):
+    """The int8 ONNX copy (exported by ``export``, run by ``build``) if it agrees with ``fallback`` under ``gate``."""
+    int8, verdict = _gated_int8(out_dir, export, build, lambda fast: gate.agreement(fast(probe), fallback(probe)))
+    if int8 is None:
+        return make(fallback, "torch", verdict["error"])
+    passed = gate.passes(verdict)
+    return make(int8 if passed else fallback, "onnx-int8" if passed else "torch", gate.describe("int8", verdict),
+                *gate.figures(verdict))
 
 
 def _cascade(backend: str, bf16: Callable, int8: Callable):
@@ -286,18 +298,6 @@ def _cascade(backend: str, bf16: Callable, int8: Callable):
     second = int8()
     second.reason = f"{first.reason}; {second.reason}"
     return second
-
-
-def _try_int8(model, fallback: Callable, out_dir: Path, probe: list[str], batch_size: int,
-              gate: QualityGate) -> EncoderChoice:
-    int8, verdict = _gated_int8(out_dir, lambda out: _export_int8(model, out),
-                                lambda path: _onnx_encode(model, path, batch_size),
-                                lambda fast: _agreement(fast(probe), fallback(probe)))
-    if int8 is None:
-        return EncoderChoice(fallback, "torch", verdict["error"])
-    passed = _agrees(verdict, gate)
-    return EncoderChoice(int8 if passed else fallback, "onnx-int8" if passed else "torch",
-                         _gate_reason("int8", verdict, gate), verdict["min_cosine"], verdict["mean_cosine"])
 
 
 def choose_encoder(model, backend: str, cache_dir: Path, fingerprint: str, sample_texts: list[str],
@@ -315,14 +315,17 @@ def choose_encoder(model, backend: str, cache_dir: Path, fingerprint: str, sampl
     if why := _unsupported(model, getattr(model[0], "auto_model", None)):
         return EncoderChoice(fallback, "torch", why)
     probe, out_dir = _probe(sample_texts, gate.probe_size), cache_dir / fingerprint
-    return _cascade(backend, lambda: _try_bf16(model, fallback, out_dir, probe, batch_size, gate),
-                    lambda: _try_int8(model, fallback, out_dir, probe, batch_size, gate))
+    return _cascade(backend, lambda: _try_bf16(bf16_encode(model, batch_size), fallback, out_dir, probe, gate,
+                                               EncoderChoice),
+                    lambda: _try_int8(lambda out: _export_int8(model, out),
+                                      lambda path: _onnx_encode(model, path, batch_size),
+                                      fallback, out_dir, probe, gate, EncoderChoice))
 
 
 # ------------------------------------------------------------------------------------------ cross-encoders
 @dataclass(frozen=True)
 class RankGate:
-    """Minimum Spearman correlation between int8 and original scores of probe (query, document) pairs.
+    """Minimum Spearman correlation between a fast copy's (bf16 or int8) and the original's scores of probe pairs.
 
     A reranker is judged by the order it puts candidates in, so the gate checks order, not values.
     """
@@ -330,6 +333,25 @@ class RankGate:
     min_spearman: float = 0.98
     probe_size: int = 64
     min_bf16_speedup: float = 1.2
+
+    @staticmethod
+    def agreement(fast: np.ndarray, exact: np.ndarray) -> dict:
+        from scipy.stats import spearmanr
+
+        rho = float(spearmanr(fast, exact).statistic) if len(exact) > 2 else float("nan")
+        return {"spearman": rho, "probe": len(exact)}
+
+    def passes(self, verdict: dict) -> bool:
+        return verdict["spearman"] >= self.min_spearman  # NaN (too few probe pairs) never passes
+
+    def describe(self, name: str, verdict: dict) -> str:
+        return (f"{name} rank gate on {verdict['probe']} probe pairs: Spearman {verdict['spearman']:.4f} "
+                f"(needs ≥{self.min_spearman})")
+
+    @staticmethod
+    def figures(verdict: dict) -> tuple:
+        """The measured value a ``ScorerChoice`` carries after its reason."""
+        return (verdict["spearman"],)
 
 
 @dataclass
@@ -377,45 +399,13 @@ def bf16_score(cross_encoder, batch_size: int) -> Callable[[list[tuple[str, str]
     """The cross-encoder itself with its matrix products in bfloat16."""
     import torch
 
+    exact = torch_score(cross_encoder, batch_size)
+
     def score(pairs: list[tuple[str, str]]) -> np.ndarray:
         with torch.autocast("cpu", dtype=torch.bfloat16):
-            return torch_score(cross_encoder, batch_size)(pairs)
+            return exact(pairs)
 
     return score
-
-
-def _rank_agreement(fast: np.ndarray, exact: np.ndarray) -> dict:
-    from scipy.stats import spearmanr
-
-    rho = float(spearmanr(fast, exact).statistic) if len(exact) > 2 else float("nan")
-    return {"spearman": rho, "probe": len(exact)}
-
-
-def _rank_reason(name: str, verdict: dict, gate: RankGate) -> str:
-    return (f"{name} rank gate on {verdict['probe']} probe pairs: Spearman {verdict['spearman']:.4f} "
-            f"(needs ≥{gate.min_spearman})")
-
-
-def _try_bf16_scorer(cross_encoder, fallback: Callable, out_dir: Path, probe: list, batch_size: int,
-                     gate: RankGate) -> ScorerChoice:
-    fast = bf16_score(cross_encoder, batch_size)
-    fast_enough, speed, verdict = _bf16_verdict(
-        out_dir, lambda: _timed_agreement(fast, fallback, probe, _rank_agreement), gate.min_bf16_speedup)
-    passed = verdict["spearman"] >= gate.min_spearman and fast_enough  # NaN (too few probe pairs) never passes
-    return ScorerChoice(fast if passed else fallback, "torch-bf16" if passed else "torch",
-                        f"{_rank_reason('bf16', verdict, gate)}; {speed}", verdict["spearman"])
-
-
-def _try_int8_scorer(cross_encoder, fallback: Callable, out_dir: Path, probe: list, batch_size: int,
-                     gate: RankGate) -> ScorerChoice:
-    int8, verdict = _gated_int8(out_dir, lambda out: _export_cross_int8(cross_encoder, out),
-                                lambda path: _onnx_score(cross_encoder, path, batch_size),
-                                lambda fast: _rank_agreement(fast(probe), fallback(probe)))
-    if int8 is None:
-        return ScorerChoice(fallback, "torch", verdict["error"])
-    passed = verdict["spearman"] >= gate.min_spearman
-    return ScorerChoice(int8 if passed else fallback, "onnx-int8" if passed else "torch",
-                        _rank_reason("int8", verdict, gate), verdict["spearman"])
 
 
 def choose_scorer(cross_encoder, backend: str, cache_dir: Path, fingerprint: str, sample_pairs: list[tuple[str, str]],
@@ -431,5 +421,8 @@ def choose_scorer(cross_encoder, backend: str, cache_dir: Path, fingerprint: str
     if why := _unsupported(cross_encoder, getattr(cross_encoder, "transformers_model", None)):
         return ScorerChoice(fallback, "torch", why)
     probe, out_dir = sample_pairs[: gate.probe_size], cache_dir / fingerprint
-    return _cascade(backend, lambda: _try_bf16_scorer(cross_encoder, fallback, out_dir, probe, batch_size, gate),
-                    lambda: _try_int8_scorer(cross_encoder, fallback, out_dir, probe, batch_size, gate))
+    return _cascade(backend, lambda: _try_bf16(bf16_score(cross_encoder, batch_size), fallback, out_dir, probe, gate,
+                                               ScorerChoice),
+                    lambda: _try_int8(lambda out: _export_cross_int8(cross_encoder, out),
+                                      lambda path: _onnx_score(cross_encoder, path, batch_size),
+                                      fallback, out_dir, probe, gate, ScorerChoice))

@@ -329,9 +329,10 @@ class Router:
         self.query_prompt = query_prompt
         self.batch_size = batch_size
         self.reranker_max_length = reranker_max_length
+        for kind, backend in (("embedder", embedder_backend), ("reranker", reranker_backend)):
+            if backend not in BACKENDS:  # fail here, not at the first index or rerank
+                raise ValueError(f"unknown {kind} backend {backend!r}; choose one of {BACKENDS}")
         self.reranker_backend = reranker_backend
-        if embedder_backend not in BACKENDS:
-            raise ValueError(f"unknown embedder backend {embedder_backend!r}; choose one of {BACKENDS}")
         self.embedder_backend = embedder_backend
         self.log = log or (lambda msg: None)
         if num_threads:

@@ -313,3 +313,5 @@ def test_pool_documents_are_embedded_by_the_gated_backend_and_it_keys_the_cache(
     assert np.min(np.sum(exact._matrix * fast._matrix, axis=1)) > 0.999
     with pytest.raises(ValueError, match="unknown embedder backend"):
         Router(minilm, embedder_backend="fp8")
+    with pytest.raises(ValueError, match="unknown reranker backend"):
+        Router(minilm, reranker_backend="int4")

@@ -29,17 +29,17 @@ import numpy as np
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from skill_assets.defs.resources import ModelSettings
-from skill_assets.lib import store
-from skill_assets.lib.corpus_store import dedup_in_store, ingest_into_store
-from skill_assets.lib.dedup import DedupConfig
-from skill_assets.lib.embedding_cache import (
+from skill_assets.lib.common import store
+from skill_assets.lib.common.embedding_cache import (
     model_fingerprint,
     progress_reporter,
     refresh_embeddings,
 )
-from skill_assets.lib.encoder_backends import BACKENDS, backend_key, choose_encoder
-from skill_assets.lib.skill_text import ENCODER_CAPS, skill_document
-from skill_assets.lib.sources import SourceSpec
+from skill_assets.lib.common.encoder_backends import BACKENDS, backend_key, choose_encoder
+from skill_assets.lib.common.skill_text import ENCODER_CAPS, skill_document
+from skill_assets.lib.corpus.corpus_store import dedup_in_store, ingest_into_store
+from skill_assets.lib.corpus.dedup import DedupConfig
+from skill_assets.lib.corpus.sources import SourceSpec
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "github-skills" / "repos"
 

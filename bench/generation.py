@@ -30,15 +30,14 @@ sys.path.insert(0, str(REPO / "tests"))
 import openai  # noqa: E402
 from fault_server import FaultServer, decision_text, prompt_hash, synthetic_items  # noqa: E402
 
-from skill_assets.lib.generation import (  # noqa: E402
+from skill_assets.lib.generation.llm_client import (  # noqa: E402
     GenerationLimits,
     LLMResponse,
-    ResponseCache,
-    ResponseJournal,
     SamplingParams,
-    generate,
     request_key,
 )
+from skill_assets.lib.generation.records import generate  # noqa: E402
+from skill_assets.lib.generation.response_cache import ResponseCache, ResponseJournal  # noqa: E402
 
 PARAMS = SamplingParams()
 
@@ -138,8 +137,8 @@ def main() -> int:
     result.update(kill_and_resume())
     print(f"kill and resume: {json.dumps({k: v for k, v in result.items() if k.startswith('resume_')})}", flush=True)
     if not args.skip_llama:
-        from skill_assets.lib.local_llm_server import bundled_gguf, serve_gguf
-        from skill_assets.lib.prompts import RESPONSE_SCHEMA
+        from skill_assets.lib.generation.local_llm_server import bundled_gguf, serve_gguf
+        from skill_assets.lib.generation.prompts import RESPONSE_SCHEMA
 
         params = SamplingParams(temperature=0.0, max_tokens=48, json_schema=RESPONSE_SCHEMA)
         with tempfile.TemporaryDirectory() as d, serve_gguf(bundled_gguf(), n_ctx=2048,

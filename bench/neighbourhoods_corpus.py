@@ -15,8 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
-from skill_assets.lib import store
-from skill_assets.lib.clustering import (
+from skill_assets.lib.common import store
+from skill_assets.lib.neighbourhoods.clustering import (
     candidate_ks,
     class_keywords,
     fit_kmeans,

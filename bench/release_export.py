@@ -18,8 +18,8 @@ from pathlib import Path
 
 import polars as pl
 
-from skill_assets.lib.release import export_release
-from skill_assets.lib.tables import frame
+from skill_assets.lib.common.tables import frame
+from skill_assets.lib.splits.release import export_release
 
 WORDS = ("deploy service cluster pipeline query table model train metric report user request skill docker "
          "helm schema cache latency index vector review draft release budget customer ticket").split()

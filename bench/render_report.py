@@ -55,9 +55,9 @@ def synthetic_report(workdir: Path) -> Path:
 
     from skill_assets.definitions import defs
     from skill_assets.defs.resources import DuckDBStore, default_resources
-    from skill_assets.lib.evaluation import metric_rows, query_slices
-    from skill_assets.lib.store import replace_table
-    from skill_assets.lib.tables import frame
+    from skill_assets.lib.common.store import replace_table
+    from skill_assets.lib.common.tables import frame
+    from skill_assets.lib.evaluation.systems import metric_rows, query_slices
 
     rng = np.random.default_rng(0)
     skills = [f"s{i}" for i in range(300)]
@@ -97,7 +97,7 @@ def synthetic_report(workdir: Path) -> Path:
 
 
 def html_from_store(db: Path) -> Path:
-    from skill_assets.lib.store import query, table_exists
+    from skill_assets.lib.common.store import query, table_exists
 
     if not table_exists(db, "benchmark_report"):
         raise SystemExit(f"{db} has no benchmark_report table: materialize it, or pass --synthetic")

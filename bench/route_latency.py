@@ -24,10 +24,12 @@ import numpy as np
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from skill_assets.lib.encoder_backends import BACKENDS  # noqa: E402
-from skill_assets.lib.frontmatter import SkillParseError, parse_skill_markdown  # noqa: E402
-from skill_assets.lib.metrics import per_query_metrics  # noqa: E402
-from skill_assets.router import Router, Skill, bundled_minilm, registered_model, stderr_log  # noqa: E402
+from skill_assets.lib.common.encoder_backends import BACKENDS  # noqa: E402
+from skill_assets.lib.common.metrics import per_query_metrics  # noqa: E402
+from skill_assets.lib.corpus.frontmatter import SkillParseError, parse_skill_markdown  # noqa: E402
+from skill_assets.router.pools import Skill  # noqa: E402
+from skill_assets.router.registry import bundled_minilm, registered_model  # noqa: E402
+from skill_assets.router.routing import Router, stderr_log  # noqa: E402
 
 CORPUS = Path("/work/shared/corpus/github-skills/repos")
 

@@ -36,20 +36,20 @@ import torch
 from torch import nn
 from transformers import AutoModel, Qwen3Config
 
-from skill_assets.lib.embedder_training import (
+from skill_assets.lib.training.embedder_training import (
     build_loss,
     embedder_batch_loss,
     make_batches,
     make_examples,
 )
-from skill_assets.lib.training_loop import (
+from skill_assets.lib.training.training_loop import (
     OptimConfig,
     bf16_enabled,
     enable_gpu_settings,
     run_training,
     training_device,
 )
-from skill_assets.lib.variants import EMBEDDER_VARIANTS
+from skill_assets.lib.training.variants import EMBEDDER_VARIANTS
 
 R3_SKILL_TRAIN = {"skills": 8196, "queries": 30287, "k_weights": (25801, 11940, 3851)}  # METHOD.md §2
 

@@ -23,15 +23,15 @@ import traceback
 from pathlib import Path
 
 from skill_assets.defs.resources import bundled_minilm
-from skill_assets.lib.model_training import (
+from skill_assets.lib.common.store import query
+from skill_assets.lib.training.model_training import (
     TrainingSettings,
     embedder_ndcg10,
     load_bi_encoder,
     train_embedder,
     train_reranker,
 )
-from skill_assets.lib.store import query
-from skill_assets.lib.variants import EMBEDDER_VARIANTS, RERANKER_VARIANTS
+from skill_assets.lib.training.variants import EMBEDDER_VARIANTS, RERANKER_VARIANTS
 
 
 def main() -> None:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import yaml
 
-from skill_assets.route_cli import add_route_parser, run_route
+from skill_assets.router.cli import add_route_parser, run_route
 
 DEFAULT_PARTITION = "r3"
 
@@ -110,7 +110,7 @@ def materialize(selection: list[str] | None, config_path: str | None, partitions
 
 
 def run_sql(path: str) -> int:
-    from skill_assets.lib.store import connect
+    from skill_assets.lib.common.store import connect
 
     sql = Path(path).read_text()
     db = os.environ.get("SKILL_ASSETS_DB", "data/skill_assets.duckdb")

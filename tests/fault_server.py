@@ -21,7 +21,7 @@ Actions (``name`` or ``name:arg``):
   drop          the connection closes without any response
 
 Also a tiny CLI used by the kill-and-resume test and bench: ``python tests/fault_server.py
-generate --db D --url U --n N`` runs :func:`skill_assets.lib.generation.generate` over
+generate --db D --url U --n N`` runs :func:`skill_assets.lib.generation.records.generate` over
 :func:`synthetic_items`.
 """
 from __future__ import annotations
@@ -246,7 +246,7 @@ DIRECTIONS = ("en2en", "en2zh", "zh2en", "zh2zh")
 
 def synthetic_items(n: int, model: str = MODEL, prefix: str = "r") -> list:
     """``n`` distinct prompts shaped like the generator's (a system and a user message)."""
-    from skill_assets.lib.generation import GenerationItem
+    from skill_assets.lib.generation.records import GenerationItem
 
     return [GenerationItem(f"{prefix}{i:06d}", model,
                            [{"role": "system", "content": "You build evaluation data for a skill router."},
@@ -269,7 +269,9 @@ def _cli(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     import openai
 
-    from skill_assets.lib.generation import GenerationLimits, ResponseCache, SamplingParams, generate
+    from skill_assets.lib.generation.llm_client import GenerationLimits, SamplingParams
+    from skill_assets.lib.generation.records import generate
+    from skill_assets.lib.generation.response_cache import ResponseCache
 
     client = openai.AsyncOpenAI(base_url=args.url, api_key="not-needed", timeout=10, max_retries=2)
     out = generate(synthetic_items(args.n), client, SamplingParams(), ResponseCache(args.db),

@@ -46,7 +46,7 @@ def test_asset_graph_matches_snapshot():
 
 def test_every_table_asset_is_documented():
     """docs/ARCHITECTURE.md lists every table and every column of the table contract."""
-    from skill_assets.lib.tables import TABLES
+    from skill_assets.lib.common.tables import TABLES
 
     doc = (Path(__file__).parent.parent / "docs" / "ARCHITECTURE.md").read_text()
     graph_keys = {k.to_user_string() for k in defs.resolve_asset_graph().get_all_asset_keys()}

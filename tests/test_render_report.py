@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from skill_assets.lib.report import html_document
+from skill_assets.lib.evaluation.report import html_document
 
 BENCH = Path(__file__).resolve().parent.parent / "bench" / "render_report.py"
 

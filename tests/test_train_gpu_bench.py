@@ -10,7 +10,7 @@ from unittest import mock
 
 import torch
 
-from skill_assets.lib.training_loop import enable_gpu_settings
+from skill_assets.lib.training.training_loop import enable_gpu_settings
 
 REPO = Path(__file__).resolve().parent.parent
 BENCH = REPO / "bench" / "train_gpu.py"

@@ -3,7 +3,7 @@
 import dagster as dg
 import polars as pl
 
-from skill_assets.lib.tables import TABLES
+from skill_assets.lib.common.tables import TABLES
 
 
 def table_metadata(table: str, df: pl.DataFrame, preview_rows: int = 5, **extra) -> dict:

@@ -10,10 +10,10 @@ import openai
 import polars as pl
 from pydantic import Field, PrivateAttr
 
-from skill_assets.lib import store
-from skill_assets.lib.local_llm_server import bundled_gguf, serve_gguf
-from skill_assets.lib.sources import SourceSpec, default_name, load_source_specs
-from skill_assets.lib.tables import frame
+from skill_assets.lib.common import store
+from skill_assets.lib.common.tables import frame
+from skill_assets.lib.corpus.sources import SourceSpec, default_name, load_source_specs
+from skill_assets.lib.generation.local_llm_server import bundled_gguf, serve_gguf
 
 DEMO_SKILLS = Path(__file__).resolve().parent.parent / "demo" / "skills"
 DEFAULT_DB = "data/skill_assets.duckdb"
@@ -91,7 +91,7 @@ class ModelSettings(dg.ConfigurableResource):
     max_seq_length: int = 256
 
     def load_embedder(self, name_or_path: str | None = None):
-        from skill_assets.lib.model_training import load_bi_encoder
+        from skill_assets.lib.training.model_training import load_bi_encoder
 
         model = load_bi_encoder(name_or_path or self.embedder)
         model.max_seq_length = min(model.max_seq_length or self.max_seq_length, self.max_seq_length)

@@ -7,9 +7,9 @@ import dagster as dg
 
 from skill_assets.defs.metadata import table_metadata
 from skill_assets.defs.resources import DUCKDB_WRITER_TAG, DuckDBStore, SkillSources
-from skill_assets.lib.corpus_store import dedup_in_store, ingest_into_store
-from skill_assets.lib.dedup import DedupConfig
-from skill_assets.lib.tables import frame
+from skill_assets.lib.common.tables import frame
+from skill_assets.lib.corpus.corpus_store import dedup_in_store, ingest_into_store
+from skill_assets.lib.corpus.dedup import DedupConfig
 
 GROUP = "corpus"
 

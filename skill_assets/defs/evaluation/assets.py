@@ -10,10 +10,9 @@ import polars as pl
 
 from skill_assets.defs.metadata import table_metadata
 from skill_assets.defs.resources import DUCKDB_WRITER_TAG, DuckDBStore, ModelSettings
-from skill_assets.lib.evaluation import SystemRun, metric_rows, query_slices, run_rows, run_systems
-from skill_assets.lib.provenance import code_version
-from skill_assets.lib.release import release_version
-from skill_assets.lib.report import (
+from skill_assets.lib.common.provenance import code_version, release_version
+from skill_assets.lib.common.tables import frame
+from skill_assets.lib.evaluation.report import (
     DIRECTIONS,
     ablation_table,
     as_splits,
@@ -30,7 +29,7 @@ from skill_assets.lib.report import (
     taxonomy_plot,
     to_markdown,
 )
-from skill_assets.lib.tables import frame
+from skill_assets.lib.evaluation.systems import SystemRun, metric_rows, query_slices, run_rows, run_systems
 
 GROUP = "evaluation"
 

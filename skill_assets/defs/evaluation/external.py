@@ -10,11 +10,11 @@ from skill_assets.defs.evaluation.assets import GROUP, SystemSettings, evaluate_
 from skill_assets.defs.evaluation.partitions import external_benchmark_specs, external_benchmarks
 from skill_assets.defs.metadata import table_metadata
 from skill_assets.defs.resources import DUCKDB_WRITER_TAG, DuckDBStore, ModelSettings
-from skill_assets.lib import store as store_lib
-from skill_assets.lib.evaluation import metric_rows, query_slices, run_rows
-from skill_assets.lib.external_benchmarks import BenchmarkFormatError, load_benchmark
-from skill_assets.lib.provenance import code_version
-from skill_assets.lib.tables import frame
+from skill_assets.lib.common import store as store_lib
+from skill_assets.lib.common.provenance import code_version
+from skill_assets.lib.common.tables import frame
+from skill_assets.lib.evaluation.external_benchmarks import BenchmarkFormatError, load_benchmark
+from skill_assets.lib.evaluation.systems import metric_rows, query_slices, run_rows
 
 MODELS = [dg.AssetDep("embedder", partition_mapping=dg.AllPartitionMapping()),
           dg.AssetDep("reranker", partition_mapping=dg.AllPartitionMapping())]

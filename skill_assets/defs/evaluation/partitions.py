@@ -11,7 +11,7 @@ import os
 
 import dagster as dg
 
-from skill_assets.lib.external_benchmarks import CONFIG_ENV, DEMO_CONFIG, BenchmarkSpec, load_benchmark_specs
+from skill_assets.lib.evaluation.external_benchmarks import CONFIG_ENV, DEMO_CONFIG, BenchmarkSpec, load_benchmark_specs
 
 
 def external_benchmark_specs() -> dict[str, BenchmarkSpec]:

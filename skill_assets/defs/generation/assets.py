@@ -4,7 +4,7 @@
 and replaces only its direction's rows, so one direction can be regenerated alone. Answers go to
 the ``llm_response_cache`` table (keyed by template version, model, sampling parameters and
 rendered prompt) through a crash-safe journal, so a killed run loses only in-flight requests and a
-rerun sends only what is not cached yet (``lib/generation.py``).
+rerun sends only what is not cached yet (``lib/generation/records.py``).
 """
 
 import dagster as dg
@@ -13,18 +13,13 @@ import polars as pl
 from skill_assets.defs.generation.partitions import direction_partitions
 from skill_assets.defs.metadata import table_metadata
 from skill_assets.defs.resources import DUCKDB_WRITER_TAG, DuckDBStore, LLMEndpoint
-from skill_assets.lib.generation import (
-    GenerationItem,
-    GenerationLimits,
-    ResponseCache,
-    SamplingParams,
-    generate,
-    summarize,
-)
-from skill_assets.lib.pricing import ModelPrice
-from skill_assets.lib.prompts import RESPONSE_SCHEMA, TEMPLATE_VERSION, render_messages
-from skill_assets.lib.query_audit import AuditWindow, audit_queries
-from skill_assets.lib.tables import frame
+from skill_assets.lib.common.tables import frame
+from skill_assets.lib.generation.llm_client import GenerationLimits, SamplingParams
+from skill_assets.lib.generation.pricing import ModelPrice
+from skill_assets.lib.generation.prompts import RESPONSE_SCHEMA, TEMPLATE_VERSION, render_messages
+from skill_assets.lib.generation.query_audit import AuditWindow, audit_queries
+from skill_assets.lib.generation.records import GenerationItem, generate, summarize
+from skill_assets.lib.generation.response_cache import ResponseCache
 
 GROUP = "generation"
 JOURNAL_DIR = "llm_journal"

@@ -4,7 +4,7 @@ import dagster as dg
 
 from skill_assets.defs.checks_common import no_rows_check
 from skill_assets.defs.resources import DuckDBStore
-from skill_assets.lib.sampling import DIRECTIONS
+from skill_assets.lib.common.language import DIRECTIONS
 
 
 def _direction(context: dg.AssetCheckExecutionContext) -> str | None:

@@ -5,6 +5,6 @@ generator for one target language), so a rerun of one direction must not touch t
 """
 import dagster as dg
 
-from skill_assets.lib.sampling import DIRECTIONS
+from skill_assets.lib.common.language import DIRECTIONS
 
 direction_partitions = dg.StaticPartitionsDefinition(list(DIRECTIONS))

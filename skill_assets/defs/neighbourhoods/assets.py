@@ -8,7 +8,14 @@ import polars as pl
 from pydantic import Field
 
 from skill_assets.defs.resources import DUCKDB_WRITER_TAG, DuckDBStore, ModelSettings
-from skill_assets.lib.clustering import (
+from skill_assets.lib.common.embedding_cache import (
+    model_fingerprint,
+    progress_reporter,
+    refresh_embeddings,
+)
+from skill_assets.lib.common.encoder_backends import EncoderChoice, backend_key, choose_encoder
+from skill_assets.lib.common.skill_text import ENCODER_CAPS, TextCaps, skill_document
+from skill_assets.lib.neighbourhoods.clustering import (
     Clustering,
     candidate_ks,
     class_keywords,
@@ -17,15 +24,8 @@ from skill_assets.lib.clustering import (
     merge_into_super_domains,
     score_sweep,
 )
-from skill_assets.lib.embedding_cache import (
-    model_fingerprint,
-    progress_reporter,
-    refresh_embeddings,
-)
-from skill_assets.lib.encoder_backends import EncoderChoice, backend_key, choose_encoder
-from skill_assets.lib.pools import split_pools
-from skill_assets.lib.sampling import SamplingPlan, sample_combinations
-from skill_assets.lib.skill_text import ENCODER_CAPS, TextCaps, skill_document
+from skill_assets.lib.neighbourhoods.pools import split_pools
+from skill_assets.lib.neighbourhoods.sampling import SamplingPlan, sample_combinations
 
 GROUP = "neighbourhoods"
 

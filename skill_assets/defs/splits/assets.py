@@ -4,9 +4,9 @@ import dagster as dg
 
 from skill_assets.defs.metadata import table_metadata
 from skill_assets.defs.resources import DUCKDB_WRITER_TAG, DuckDBStore
-from skill_assets.lib.release import export_release
-from skill_assets.lib.splits import AUDIT_FLAGS, build_benchmark_queries
-from skill_assets.lib.tables import frame
+from skill_assets.lib.common.tables import frame
+from skill_assets.lib.splits.benchmark_queries import AUDIT_FLAGS, build_benchmark_queries
+from skill_assets.lib.splits.release import export_release
 
 
 class SplitSettings(dg.Config):

@@ -4,8 +4,8 @@ import dagster as dg
 
 from skill_assets.defs.metadata import table_metadata
 from skill_assets.defs.resources import DUCKDB_WRITER_TAG, DuckDBStore
-from skill_assets.lib.tables import frame
-from skill_assets.lib.taxonomy import RULESET_VERSION, classify_rationale
+from skill_assets.lib.common.tables import frame
+from skill_assets.lib.taxonomy.rules import RULESET_VERSION, classify_rationale
 
 
 @dg.asset(group_name="taxonomy", kinds={"duckdb"}, deps=["llm_records"], op_tags=DUCKDB_WRITER_TAG)

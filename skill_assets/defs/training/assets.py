@@ -13,8 +13,10 @@ from pydantic import Field
 from skill_assets.defs.metadata import table_metadata
 from skill_assets.defs.resources import DUCKDB_WRITER_TAG, DuckDBStore, ModelSettings
 from skill_assets.defs.training.partitions import embedder_variants, reranker_variants
-from skill_assets.lib import store as store_lib
-from skill_assets.lib.model_training import (
+from skill_assets.lib.common import store as store_lib
+from skill_assets.lib.common.provenance import code_version, release_version
+from skill_assets.lib.common.tables import frame
+from skill_assets.lib.training.model_training import (
     MINING_RULES,
     TrainedModel,
     TrainingSettings,
@@ -24,10 +26,7 @@ from skill_assets.lib.model_training import (
     train_embedder,
     train_reranker,
 )
-from skill_assets.lib.provenance import code_version
-from skill_assets.lib.release import release_version
-from skill_assets.lib.tables import frame
-from skill_assets.lib.variants import EMBEDDER_VARIANTS, RERANKER_VARIANTS
+from skill_assets.lib.training.variants import EMBEDDER_VARIANTS, RERANKER_VARIANTS
 
 GROUP = "training"
 TRAINING_TAGS = {**DUCKDB_WRITER_TAG, "skill_assets/compute": "gpu"}

@@ -1,0 +1,152 @@
+"""Layered deduplication of raw skills.
+
+Layers, applied in order, each recording which skill a duplicate was folded into:
+1. ``name_and_content`` — same normalised name and same normalised content (a fork or mirror);
+2. ``content`` — same normalised content under another name (a renamed copy);
+3. ``near_duplicate`` — MinHash-LSH candidates over 5-word shingles (64 permutations, 16 bands of
+   4 rows: a pair at Jaccard 0.7 becomes a candidate with probability 0.99), verified by exact
+   Jaccard ≥ 0.7 and grouped with union-find (edited copies).
+
+Keep policy (every layer): the most complete body (longest after normalisation), then the earliest source in the
+configured order, then the smallest skill id — deterministic, and it favours the original
+over a truncated copy.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+import numpy as np
+
+from skill_assets.lib.common.hashing import normalise_text
+from skill_assets.lib.corpus.minhash import MinHasher, lsh_candidate_pairs, sketch_chunks
+
+
+@dataclass(frozen=True)
+class DedupConfig:
+    shingle_size: int = 5
+    num_perm: int = 64
+    bands: int = 16
+    jaccard_threshold: float = 0.7
+    #: candidates whose signature-estimated Jaccard is this far below the threshold skip exact
+    #: verification (3.5 standard errors at 64 permutations: a true 0.7 pair is kept with p > 0.999)
+    estimate_margin: float = 0.2
+    seed: int = 1
+
+
+#: documents shingled at a time (bounds the byte-level intermediates of the tokeniser)
+TEXT_CHUNK = 2000
+
+
+def keep_order_key(row: dict, source_rank: dict[str, int]) -> tuple:
+    body_chars = row.get("body_chars")
+    if body_chars is None:
+        body_chars = len(normalise_text(row["body"]))
+    return (-body_chars, source_rank.get(row["source"], len(source_rank)), row["skill_id"])
+
+
+class _UnionFind:
+    def __init__(self, n: int) -> None:
+        self.parent = list(range(n))
+
+    def find(self, i: int) -> int:
+        while self.parent[i] != i:
+            self.parent[i] = self.parent[self.parent[i]]
+            i = self.parent[i]
+        return i
+
+    def union(self, a: int, b: int) -> None:
+        ra, rb = self.find(a), self.find(b)
+        if ra != rb:
+            self.parent[max(ra, rb)] = min(ra, rb)
+
+
+def _fold_by_key(rows: list[dict], key, layer: str, duplicates: list[dict]) -> list[dict]:
+    """Keep the first row (rows are pre-sorted by keep order) of each key group."""
+    kept: dict = {}
+    for row in rows:
+        k = key(row)
+        if k in kept:
+            duplicates.append({"duplicate_skill_id": row["skill_id"], "kept_skill_id": kept[k]["skill_id"],
+                               "layer": layer, "similarity": 1.0})
+        else:
+            kept[k] = row
+    return list(kept.values())
+
+
+def near_duplicate_pairs(texts: list[str] | Iterable[list[str]], config: DedupConfig) -> list[tuple[int, int, float]]:
+    """(duplicate index, kept index, Jaccard) for each text folded into an earlier one.
+
+    ``texts`` is a list, or an iterable of consecutive chunks of texts (so a caller can stream
+    them from disk). Texts must be in keep order: the smallest index of a group is the one kept.
+    Candidate pairs whose ends are already in one group skip verification (union-find), which
+    keeps exact Jaccard work near-linear in the number of duplicates.
+    """
+    chunks = texts
+    if isinstance(texts, list) and (not texts or isinstance(texts[0], str)):
+        chunks = [texts[i : i + TEXT_CHUNK] for i in range(0, len(texts), TEXT_CHUNK)]
+    sk = sketch_chunks(chunks, config.shingle_size, MinHasher(config.num_perm, config.seed))
+    sigs, n = sk.signatures, len(sk.set_offsets) - 1
+    if n < 2:
+        return []
+    uf = _UnionFind(n)
+    similarity = sk.jaccard
+
+    pairs = np.array(sorted(lsh_candidate_pairs(sigs, config.bands)), dtype=np.int64).reshape(-1, 2)
+    estimate = (sigs[pairs[:, 0]] == sigs[pairs[:, 1]]).mean(axis=1) if len(pairs) else np.zeros(0)
+    for a, b in pairs[estimate >= config.jaccard_threshold - config.estimate_margin].tolist():
+        if uf.find(a) != uf.find(b) and similarity(a, b) >= config.jaccard_threshold:
+            uf.union(a, b)
+    # the reported similarity is the measured Jaccard to the kept skill (a member joined through a
+    # chain of near-duplicates may sit below the threshold to it, and the table says so)
+    return [(i, uf.find(i), similarity(i, uf.find(i))) for i in range(n) if uf.find(i) != i]
+
+
+FILE_OPERATION_RULES: dict[str, re.Pattern[str]] = {
+    rule: re.compile(pattern, re.IGNORECASE)
+    for rule, pattern in {
+        "pdf_handler": r"^(pdf|pdf[-_ ]?(tools?|processing|handler|editor|manipulation))$",
+        "docx_handler": r"^(docx?|word[-_ ]?(documents?|docx?))$",
+        "xlsx_handler": r"^(xlsx?|excel|spreadsheets?)$",
+        "pptx_handler": r"^(pptx?|powerpoint|slides?)$",
+    }.items()
+}
+
+
+def file_operation_rule(name: str) -> str | None:
+    """Rule name when a skill is a generic document-format handler (excluded from sampling)."""
+    for rule, pattern in FILE_OPERATION_RULES.items():
+        if pattern.match(name.strip()):
+            return rule
+    return None
+
+
+def deduplicate(rows: list[dict], source_order: list[str], config: DedupConfig = DedupConfig(),
+                texts_for: Callable[[list[str]], Iterable[list[str]]] | None = None) -> tuple[list[dict], list[dict]]:
+    """Return (kept rows, duplicate records); every input row is in exactly one of the two.
+
+    ``texts_for(skill_ids)`` yields the near-duplicate texts (description + body) of those skills in
+    that order, chunk by chunk; by default they come from the rows themselves.
+    """
+    rank = {s: i for i, s in enumerate(source_order)}
+    ordered = sorted(rows, key=lambda r: keep_order_key(r, rank))
+    duplicates: list[dict] = []
+    kept = _fold_by_key(ordered, lambda r: (r["name_hash"], r["content_hash"]), "name_and_content", duplicates)
+    kept = _fold_by_key(kept, lambda r: r["content_hash"], "content", duplicates)
+    folded = set()
+    texts = texts_for([r["skill_id"] for r in kept]) if texts_for else \
+        [r["description"] + "\n" + r["body"] for r in kept]
+    for dup, keep, sim in near_duplicate_pairs(texts, config):
+        duplicates.append({"duplicate_skill_id": kept[dup]["skill_id"], "kept_skill_id": kept[keep]["skill_id"],
+                           "layer": "near_duplicate", "similarity": round(sim, 4)})
+        folded.add(dup)
+    kept = [r for i, r in enumerate(kept) if i not in folded]
+    # a duplicate folded into a row that a later layer folded points at the final kept skill
+    final = {d["duplicate_skill_id"]: d["kept_skill_id"] for d in duplicates}
+    for d in duplicates:
+        target = d["kept_skill_id"]
+        while target in final:
+            target = final[target]
+        d["kept_skill_id"] = target
+    return kept, duplicates

@@ -1,0 +1,1 @@
+"""Evaluation stage: systems run over pools and queries, significance, the report, external benchmarks."""

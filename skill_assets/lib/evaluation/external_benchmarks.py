@@ -1,0 +1,243 @@
+"""Import skill-routing benchmarks published by others, so every system is also scored on their data.
+
+Three release layouts are read into one shape (``ExternalBenchmark``: skills with id, name,
+description and body; queries with id, text and ground-truth skill ids):
+
+- ``r3`` — the R3-Skill release: ``skills.jsonl`` with ``{"id", "text"}`` (text is
+  ``name | description | body``, as ``lib/splits/release.py`` writes it) and ``queries_<split>.jsonl``
+  (or ``queries.jsonl``) with ``{"query", "skill_ids"}``; queries carry no id, so a query's id is
+  ``<split>-<line number>``.
+- ``skillret`` — SkillRet (Cho, Kang, Kim 2026; Hugging Face dataset ``ThakiCloud/SKILLRET``).
+  Based on the field list of its dataset card (revision 7cae7cf), not on the data files, which are
+  out of reach here: ``data/skills/<split>.jsonl`` (``id``, ``name``, ``description``, ``body``,
+  ``skill_md`` and metadata we ignore), ``data/queries/<split>.jsonl`` (``id``, ``query``,
+  ``skill_ids``, ``skill_names``, ``k``, ``generator_model``) and ``data/qrels/<split>.jsonl``
+  (``query_id``, ``skill_id``, ``relevance``). When qrels exist, the skills with relevance > 0
+  are the ground truth (it is the release's relevance file); otherwise the queries' ``skill_ids``.
+- ``skill_md`` — a directory tree ``skills/`` of SKILL.md files (skill id = skill folder relative
+  to ``skills/``, as ``skill-assets route`` names them) plus ``queries.jsonl`` with
+  ``{"id"?, "query", "skill_ids"}``.
+
+Input is validated, not repaired: a line that is not a JSON object with the required fields, a
+duplicate id, an unparseable SKILL.md or a qrels row for a query the release does not have raises
+``BenchmarkFormatError`` naming the file (and line), so nothing is dropped silently. Ground-truth
+ids missing from the pool are not an error (releases do ship such queries); each query lists them
+in ``unknown_skill_ids`` and is scored on the rest.
+"""
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from skill_assets.lib.common.hashing import digest
+from skill_assets.lib.common.jsonl import JsonlError, json_objects
+
+LAYOUTS = ("r3", "skillret", "skill_md")
+#: env var naming the YAML file that lists external benchmarks (see ``load_benchmark_specs``)
+CONFIG_ENV = "SKILL_ASSETS_EXTERNAL_BENCHMARKS"
+DEMO_CONFIG = Path(__file__).resolve().parents[2] / "demo" / "external" / "benchmarks.yaml"
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+
+
+class BenchmarkFormatError(ValueError):
+    """A benchmark file that does not follow its layout; the message names the file and line."""
+
+
+@dataclass(frozen=True)
+class ExternalSkill:
+    id: str
+    name: str
+    description: str
+    body: str
+
+
+@dataclass(frozen=True)
+class ExternalQuery:
+    id: str
+    query: str
+    skill_ids: tuple[str, ...]          # ground truth present in the pool
+    unknown_skill_ids: tuple[str, ...]  # ground truth the pool does not have
+
+
+@dataclass(frozen=True)
+class ExternalBenchmark:
+    name: str
+    layout: str
+    skills: tuple[ExternalSkill, ...]
+    queries: tuple[ExternalQuery, ...]
+
+    @property
+    def version(self) -> str:
+        """Content hash of the pool and the ground truth: changes whenever a number could."""
+        payload = json.dumps([[(s.id, s.name, s.description, s.body) for s in self.skills],
+                              [(q.id, q.query, q.skill_ids, q.unknown_skill_ids) for q in self.queries]])
+        return digest(payload)[:16]
+
+
+@dataclass(frozen=True)
+class BenchmarkSpec:
+    """Where one external benchmark lives; ``layout`` None means detect it from the files."""
+
+    name: str
+    path: Path
+    layout: str | None = None
+    split: str = "test"
+
+
+# --------------------------------------------------------------------------------------------- config
+def load_benchmark_specs(config: str | Path) -> dict[str, BenchmarkSpec]:
+    """Benchmarks listed in a YAML mapping ``name: {path, layout?, split?}`` (paths relative to the file)."""
+    config = Path(config)
+    raw = yaml.safe_load(config.read_text(encoding="utf-8")) or {}
+    if not isinstance(raw, dict):
+        raise BenchmarkFormatError(f"{config}: expected a mapping of benchmark name -> {{path, layout, split}}")
+    specs = {}
+    for name, entry in raw.items():
+        entry = {"path": entry} if isinstance(entry, str) else entry
+        if not isinstance(entry, dict) or "path" not in entry:
+            raise BenchmarkFormatError(f"{config}: benchmark {name!r} needs a 'path'")
+        if not _NAME.match(str(name)):
+            raise BenchmarkFormatError(f"{config}: benchmark name {name!r} must be letters, digits, '.', '_' or '-'")
+        layout = entry.get("layout")
+        if layout is not None and layout not in LAYOUTS:
+            raise BenchmarkFormatError(f"{config}: benchmark {name!r} has layout {layout!r}; known: {LAYOUTS}")
+        specs[str(name)] = BenchmarkSpec(str(name), (config.parent / str(entry["path"])).resolve(), layout,
+                                         str(entry.get("split", "test")))
+    return specs
+
+
+def detect_layout(root: Path) -> str:
+    if (root / "skills.jsonl").is_file():
+        return "r3"
+    if (root / "data" / "skills").is_dir():
+        return "skillret"
+    if (root / "skills").is_dir() and (root / "queries.jsonl").is_file():
+        return "skill_md"
+    raise BenchmarkFormatError(f"{root}: no known layout (expected skills.jsonl [r3], data/skills/ [skillret] "
+                               "or skills/ + queries.jsonl [skill_md])")
+
+
+def load_benchmark(spec: BenchmarkSpec) -> ExternalBenchmark:
+    if not spec.path.is_dir():
+        raise FileNotFoundError(f"benchmark {spec.name!r}: {spec.path} is not a directory")
+    layout = spec.layout or detect_layout(spec.path)
+    loader = {"r3": load_r3, "skillret": load_skillret, "skill_md": load_skill_md}[layout]
+    skills, queries = loader(spec.path, spec.split)
+    return ExternalBenchmark(spec.name, layout, tuple(skills), _resolve(queries, skills))
+
+
+# --------------------------------------------------------------------------------------------- layouts
+def load_r3(root: Path, split: str = "test") -> tuple[list[ExternalSkill], list[tuple[str, str, list[str], str]]]:
+    skills = []
+    path = root / "skills.jsonl"
+    for where, rec in _records(path):
+        sid, text = _string(rec, "id", where), _string(rec, "text", where)
+        parts = text.split(" | ", 2)
+        name, description, body = parts if len(parts) == 3 else (sid, "", text)
+        skills.append(ExternalSkill(sid, name, description, body))
+    queries_path = root / f"queries_{split}.jsonl"
+    if not queries_path.is_file():
+        queries_path = root / "queries.jsonl"
+    queries = [(f"{split}-{where.rsplit(':', 1)[1]}", _string(rec, "query", where), _id_list(rec, "skill_ids", where),
+                where) for where, rec in _records(queries_path)]
+    return _unique_skills(skills, path), queries
+
+
+def load_skillret(root: Path, split: str = "test"
+                  ) -> tuple[list[ExternalSkill], list[tuple[str, str, list[str], str]]]:
+    data = root / "data"
+    skills_path = data / "skills" / f"{split}.jsonl"
+    skills = [ExternalSkill(_string(rec, "id", where), _string(rec, "name", where),
+                            _string(rec, "description", where, required=False), _string(rec, "body", where,
+                                                                                         required=False))
+              for where, rec in _records(skills_path)]
+    qrels_path = data / "qrels" / f"{split}.jsonl"
+    relevant: dict[str, list[str]] | None = None
+    if qrels_path.is_file():
+        relevant = {}
+        for where, rec in _records(qrels_path):
+            grade = rec.get("relevance", 1)
+            if not isinstance(grade, (int, float)) or isinstance(grade, bool):
+                raise BenchmarkFormatError(f"{where}: 'relevance' must be a number")
+            if grade > 0:
+                relevant.setdefault(_string(rec, "query_id", where), []).append(_string(rec, "skill_id", where))
+    queries = []
+    for where, rec in _records(data / "queries" / f"{split}.jsonl"):
+        qid = _string(rec, "id", where)
+        truth = relevant.get(qid, []) if relevant is not None else _id_list(rec, "skill_ids", where)
+        queries.append((qid, _string(rec, "query", where), truth, where))
+    if relevant and (orphans := sorted(set(relevant) - {q[0] for q in queries})):
+        # a judgement with no query to attach it to would silently leave its query unscored
+        raise BenchmarkFormatError(f"{qrels_path}: {len(orphans)} query ids have qrels but no row in "
+                                   f"{data / 'queries' / f'{split}.jsonl'}: {orphans[:10]}")
+    return _unique_skills(skills, skills_path), queries
+
+
+def load_skill_md(root: Path, split: str = "test"
+                  ) -> tuple[list[ExternalSkill], list[tuple[str, str, list[str], str]]]:
+    """``split`` is unused: a SKILL.md benchmark ships one query file."""
+    from skill_assets.router.pools import load_pool
+
+    pool = load_pool(root / "skills")
+    if pool.rejected:
+        raise BenchmarkFormatError("; ".join(str(r) for r in pool.rejected))
+    skills = [ExternalSkill(s.id, s.name, s.description, s.body) for s in pool.skills]
+    queries = [(str(rec["id"]) if rec.get("id") is not None else f"q-{where.rsplit(':', 1)[1]}",
+                _string(rec, "query", where), _id_list(rec, "skill_ids", where), where)
+               for where, rec in _records(root / "queries.jsonl")]
+    return skills, queries
+
+
+# --------------------------------------------------------------------------------------------- parsing
+def _records(path: Path) -> Iterator[tuple[str, dict]]:
+    """(``path:line``, object) for every non-blank line; anything else raises naming the line."""
+    if not path.is_file():
+        raise BenchmarkFormatError(f"{path}: file not found")
+    try:
+        yield from json_objects(path)
+    except JsonlError as exc:
+        raise BenchmarkFormatError(str(exc)) from exc
+
+
+def _string(rec: dict, key: str, where: str, required: bool = True) -> str:
+    value = rec.get(key)
+    if value is None and not required:
+        return ""
+    if not isinstance(value, str) or (required and not value.strip()):
+        raise BenchmarkFormatError(f"{where}: {key!r} must be a non-empty string")
+    return value.strip()
+
+
+def _id_list(rec: dict, key: str, where: str) -> list[str]:
+    value = rec.get(key)
+    if not isinstance(value, list) or not value or not all(isinstance(v, str) and v.strip() for v in value):
+        raise BenchmarkFormatError(f"{where}: {key!r} must be a non-empty list of skill id strings")
+    return [v.strip() for v in value]
+
+
+def _unique_skills(skills: list[ExternalSkill], path: Path) -> list[ExternalSkill]:
+    seen: set[str] = set()
+    for s in skills:
+        if s.id in seen:
+            raise BenchmarkFormatError(f"{path}: skill id {s.id!r} appears twice")
+        seen.add(s.id)
+    return skills
+
+
+def _resolve(queries: list[tuple[str, str, list[str], str]], skills: list[ExternalSkill]) -> tuple[ExternalQuery, ...]:
+    """Split each query's ground truth into ids the pool has and ids it lacks; duplicate query ids raise."""
+    pool = {s.id for s in skills}
+    out, seen = [], {}
+    for qid, text, truth, where in queries:
+        if qid in seen:
+            raise BenchmarkFormatError(f"{where}: query id {qid!r} already used at {seen[qid]}")
+        seen[qid] = where
+        unique = list(dict.fromkeys(truth))
+        out.append(ExternalQuery(qid, text, tuple(s for s in unique if s in pool),
+                                 tuple(s for s in unique if s not in pool)))
+    return tuple(out)

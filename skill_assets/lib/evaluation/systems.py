@@ -1,0 +1,99 @@
+"""Score every retrieval system on one skill pool and one query set, and summarise the metrics.
+
+The generated benchmark (``retrieval_runs`` → ``benchmark_metrics``) and every external benchmark
+(``external_runs`` → ``external_metrics``) go through these two functions, so a number on an
+external benchmark means exactly what the same number means on ours: same documents, same
+systems, same metrics, same significance test.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from skill_assets.lib.common.embedding_cache import model_fingerprint
+from skill_assets.lib.common.metrics import mean_metrics, per_query_metrics
+from skill_assets.lib.common.retrieval import Ranking, bm25_rank, dense_rank, rerank
+from skill_assets.lib.common.skill_text import ENCODER_CAPS, RERANKER_CAPS, skill_document
+from skill_assets.lib.evaluation.significance import paired_bootstrap
+
+BASE_SYSTEM = "embedder:base"
+
+
+@dataclass(frozen=True)
+class SystemRun:
+    rankings: list[Ranking]  # one per query, best first
+    model_version: str       # what produced it: library version or weight fingerprints
+
+
+def run_systems(skills: Sequence[dict], queries: Sequence[str], embedders: Sequence[tuple[str, str]],
+                rerankers: Sequence[tuple[str, str]], load_embedder: Callable[[str], Any],
+                load_cross_encoder: Callable[[str], Any], query_prompt: str = "", top_k: int = 50,
+                rerank_depth: int = 20, first_stage_variant: str = "r3") -> dict[str, SystemRun]:
+    """BM25, each ``(variant, path)`` embedder, and each reranker over one embedder's top ``rerank_depth``.
+
+    ``skills`` are dicts with ``skill_id``, ``name``, ``description``, ``body``. The reranked first
+    stage is ``embedder:<first_stage_variant>`` when that embedder is among ``embedders``, else
+    ``embedder:base``; ``embedders`` must contain ``("base", ...)``.
+    """
+    import bm25s
+
+    ids = [s["skill_id"] for s in skills]
+    docs = [skill_document(s["name"], s["description"], s["body"], ENCODER_CAPS) for s in skills]
+    rr_text = {s["skill_id"]: skill_document(s["name"], s["description"], s["body"], RERANKER_CAPS) for s in skills}
+    runs = {"bm25": SystemRun(bm25_rank(ids, docs, list(queries), top_k), f"bm25s-{bm25s.__version__}")}
+    for variant, path in embedders:
+        model = load_embedder(path)
+        rankings = dense_rank(ids, model.encode(docs, normalize_embeddings=True),
+                              model.encode([query_prompt + q for q in queries], normalize_embeddings=True), top_k)
+        runs[f"embedder:{variant}"] = SystemRun(rankings, model_fingerprint(path))
+    first_name = f"embedder:{first_stage_variant}" if f"embedder:{first_stage_variant}" in runs else BASE_SYSTEM
+    first = runs[first_name]
+    for variant, path in rerankers:
+        predict = load_cross_encoder(path).predict
+        rankings = rerank(list(queries), first.rankings, rr_text,
+                          lambda pairs, predict=predict: np.asarray(predict(pairs, batch_size=32)), rerank_depth)
+        runs[f"reranker:{variant}"] = SystemRun(rankings, f"{model_fingerprint(path)} over {first_name}@"
+                                                          f"{first.model_version}")
+    return runs
+
+
+def run_rows(runs: dict[str, SystemRun], query_ids: Sequence[str], **fixed) -> list[dict]:
+    """Long rows (system, query_id, rank, skill_id, score, model_version) plus ``fixed`` columns."""
+    return [{**fixed, "system": system, "query_id": qid, "rank": r + 1, "skill_id": sid, "score": score,
+             "model_version": run.model_version}
+            for system, run in runs.items() for qid, ranking in zip(query_ids, run.rankings)
+            for r, (sid, score) in enumerate(ranking)]
+
+
+def query_slices(queries: Sequence[dict], fields: Sequence[str]) -> dict[str, np.ndarray]:
+    """Boolean masks over ``queries``: ``all`` plus ``<field>=<value>`` for every value of each field."""
+    slices = {"all": np.ones(len(queries), dtype=bool)}
+    for field in fields:
+        for value in sorted({q[field] for q in queries}):
+            slices[f"{field}={value}"] = np.array([q[field] == value for q in queries])
+    return slices
+
+
+def metric_rows(rankings: dict[str, list[list[str]]], relevant: Sequence[set[str]], slices: dict[str, np.ndarray],
+                base_system: str = BASE_SYSTEM) -> list[dict]:
+    """Mean of every metric per system and slice, with the paired-bootstrap difference to ``base_system``.
+
+    All rankings are over the same queries, in the order of ``relevant``; a query a system did not
+    answer has an empty ranking (and scores zero). Rows: system, slice, metric, value, n_queries,
+    delta_vs_base, p_value_vs_base.
+    """
+    per_query = {system: per_query_metrics(r, list(relevant)) for system, r in rankings.items()}
+    base = per_query.get(base_system)
+    rows = []
+    for system in sorted(per_query):
+        for name, mask in slices.items():
+            values = {m: v[mask] for m, v in per_query[system].items()}
+            for metric, mean in mean_metrics(values).items():
+                delta, p = (paired_bootstrap(values[metric], base[metric][mask])
+                            if base is not None and system != base_system else (None, None))
+                rows.append({"system": system, "slice": name, "metric": metric, "value": mean,
+                             "n_queries": int(mask.sum()), "delta_vs_base": delta, "p_value_vs_base": p})
+    return rows

@@ -1,0 +1,1 @@
+"""Neighbourhoods stage: clustering (sub-clusters, super-domains), skill-level pools, combination sampling."""

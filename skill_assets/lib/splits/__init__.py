@@ -1,0 +1,1 @@
+"""Splits stage: benchmark queries per split and the benchmark release files."""

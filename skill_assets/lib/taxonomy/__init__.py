@@ -1,0 +1,1 @@
+"""Taxonomy stage: rule-based classification of SKIP rationales."""

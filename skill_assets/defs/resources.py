@@ -14,6 +14,7 @@ from skill_assets.lib.common import store
 from skill_assets.lib.common.tables import frame
 from skill_assets.lib.corpus.archives import ArchiveLimits
 from skill_assets.lib.corpus.sources import SourceSpec, default_name, load_source_specs
+from skill_assets.lib.generation.llm_client import NO_KEY
 from skill_assets.lib.generation.local_llm_server import bundled_gguf, serve_gguf
 
 DEMO_SKILLS = Path(__file__).resolve().parent.parent / "demo" / "skills"
@@ -147,7 +148,7 @@ class LLMEndpoint(dg.ConfigurableResource):
 
     def client(self) -> openai.AsyncOpenAI:
         return openai.AsyncOpenAI(base_url=self._base_url or self.base_url,
-                                  api_key=os.environ.get(self.api_key_env) or "not-needed",
+                                  api_key=os.environ.get(self.api_key_env) or NO_KEY,
                                   timeout=self.timeout_s, max_retries=self.max_retries)
 
     def model_for_pool(self, pool: str) -> str:

@@ -120,7 +120,7 @@ def all_failed_summary(result, partition: str | None) -> list[str]:
     """One line per asset whose every record FAILED in this run (e.g. a dead or refusing LLM endpoint)."""
     lines = []
     for event in result.get_asset_materialization_events():
-        mat = event.asset_materialization
+        mat = event.step_materialization_data.materialization
         meta = {k: getattr(v, "value", v) for k, v in mat.metadata.items()}
         records, failed = meta.get("records"), meta.get("decisions/FAILED")
         if isinstance(records, int) and records > 0 and failed == records:

@@ -49,6 +49,9 @@ class ArchiveLimits:
     ratio_floor_bytes: int = 64_000_000
 
 
+DEFAULT_LIMITS = ArchiveLimits()
+
+
 @dataclass(frozen=True)
 class _Member:
     """One archive entry, whatever the archive format."""
@@ -176,7 +179,7 @@ def _clash(dest: Path, rel: PurePosixPath) -> str | None:
 
 
 def extract_skill_members(archive: Path, dest: Path, source_name: str,
-                          limits: ArchiveLimits = ArchiveLimits()) -> list[dict]:
+                          limits: ArchiveLimits = DEFAULT_LIMITS) -> list[dict]:
     """Extract the SKILL.md and license members of ``archive`` into ``dest``; a reject row per member not extracted.
 
     Raises ArchiveError when the archive cannot be opened at all.

@@ -29,6 +29,7 @@ from skill_assets.lib.common import store
 from skill_assets.lib.common.hashing import digest
 from skill_assets.lib.common.processes import process_token
 from skill_assets.lib.common.tables import TABLES, frame
+from skill_assets.lib.corpus.archives import DEFAULT_LIMITS as DEFAULT_ARCHIVE_LIMITS
 from skill_assets.lib.corpus.archives import ArchiveLimits
 from skill_assets.lib.corpus.dedup import TEXT_CHUNK, DedupConfig, deduplicate, file_operation_rule
 from skill_assets.lib.corpus.ingest import IngestResult, ingest_sources
@@ -73,7 +74,7 @@ def corpus_lock(db: str | Path, wait_s: float = LOCK_WAIT_S,
             except BlockingIOError:
                 holder = os.pread(fd, 200, 0).decode(errors="replace").strip() or "another process"
                 if time.monotonic() > deadline:
-                    raise CorpusBusy(f"the corpus tables of {db} are being written by {holder}; waited {wait_s:.0f}s")
+                    raise CorpusBusy(f"the corpus tables of {db} are being written by {holder}; waited {wait_s:.0f}s") from None
                 if not told:
                     on_wait(f"waiting for the corpus lock of {db}, held by {holder}")
                     told = True
@@ -86,7 +87,7 @@ def corpus_lock(db: str | Path, wait_s: float = LOCK_WAIT_S,
 
 
 def ingest_into_store(db: str | Path, specs: list[SourceSpec], workdir: Path, max_bytes: int, workers: int,
-                      archive_limits: ArchiveLimits = ArchiveLimits(),
+                      archive_limits: ArchiveLimits = DEFAULT_ARCHIVE_LIMITS,
                       on_wait: Callable[[str], None] = lambda _: None) -> IngestResult:
     """Write ``raw_skills``, ``ingest_rejects`` and ``corpus_sources`` together; the returned raw rows lack their
     heavy text fields. On any error the staging table is dropped and the published tables stay as they were."""

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from skill_assets.lib.common.hashing import digest, normalise_name, normalise_text, normalised_content_hash
 from skill_assets.lib.common.language import detect_language, language_of_counts, script_counts
+from skill_assets.lib.corpus.archives import DEFAULT_LIMITS as DEFAULT_ARCHIVE_LIMITS
 from skill_assets.lib.corpus.archives import ArchiveLimits
 from skill_assets.lib.corpus.frontmatter import SkillParseError
 from skill_assets.lib.corpus.skill_files import FOLDER_REASONS, FolderReject, read_skill, walk_skill_files
@@ -170,7 +171,7 @@ def _ingest_one(src: PreparedSource, max_bytes: int, workers: int, now: datetime
 
 def ingest_sources(specs: list[SourceSpec], workdir: Path, max_bytes: int = DEFAULT_MAX_BYTES,
                    workers: int = 1, sink: Callable[[list[dict]], None] | None = None,
-                   sink_batch: int = 5000, archive_limits: ArchiveLimits = ArchiveLimits()) -> IngestResult:
+                   sink_batch: int = 5000, archive_limits: ArchiveLimits = DEFAULT_ARCHIVE_LIMITS) -> IngestResult:
     """Ingest every source. With ``sink``, full rows go to it in batches (e.g. appended to DuckDB) and
     ``raw_skills`` holds them without their heavy text fields, so memory stays flat at 100K files.
 

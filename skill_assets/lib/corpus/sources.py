@@ -18,6 +18,7 @@ from pathlib import Path
 
 import yaml
 
+from skill_assets.lib.corpus.archives import DEFAULT_LIMITS as DEFAULT_ARCHIVE_LIMITS
 from skill_assets.lib.corpus.archives import ArchiveError, ArchiveLimits, extract_skill_members
 
 #: license text read to guess its SPDX id (``detect_license`` looks at the first 4,000 characters)
@@ -159,7 +160,7 @@ def _root_license(root: Path, spec: SourceSpec, rejects: list[dict]) -> str | No
         return None
 
 
-def prepare_source(spec: SourceSpec, workdir: Path, limits: ArchiveLimits = ArchiveLimits()) -> PreparedSource:
+def prepare_source(spec: SourceSpec, workdir: Path, limits: ArchiveLimits = DEFAULT_ARCHIVE_LIMITS) -> PreparedSource:
     """Bring a source to a local tree (cloning or extracting under ``workdir``); raise SourceError naming it.
 
     A clone or extraction that fails half-way is removed before the error is raised.

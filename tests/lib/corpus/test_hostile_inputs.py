@@ -195,3 +195,21 @@ def test_extraction_is_removed_when_ingest_fails_midway(tmp_path, monkeypatch):
         ingest_sources([SourceSpec("a", "archive", str(archive))], work)
     assert list(work.iterdir()) == []
     shutil.rmtree(work)
+
+
+def test_a_failed_ingest_leaves_no_staging_table_and_the_old_corpus(tmp_path, monkeypatch):
+    root, db = tmp_path / "src", tmp_path / "s.duckdb"
+    write(root / "one" / "SKILL.md", good("one"))
+    ingest_into_store(db, [SourceSpec("s", "dir", str(root))], tmp_path, MAX_BYTES, 1)
+    write(root / "two" / "SKILL.md", good("two"))
+
+    def fail_midway(*_a, **_k):
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr("skill_assets.lib.corpus.corpus_store._publish", fail_midway)
+    with pytest.raises(RuntimeError, match="disk full"):
+        ingest_into_store(db, [SourceSpec("s", "dir", str(root))], tmp_path, MAX_BYTES, 1)
+    with duckdb.connect(str(db), read_only=True) as con:
+        tables = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+        assert con.execute("SELECT skill_id FROM raw_skills").fetchall() == [("s/one",)]
+    assert "raw_skills__staging" not in tables

@@ -88,7 +88,6 @@ class _Reader:
     """Members of a zip (central directory) or a tar (read as a stream: nothing is decompressed twice)."""
 
     def __init__(self, archive: Path, stack: ExitStack) -> None:
-        self.archive = archive
         self.zip: zipfile.ZipFile | None = None
         self.tar: tarfile.TarFile | None = None
         try:

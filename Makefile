@@ -1,5 +1,6 @@
 # Quickstart targets. `make demo` sets everything up in .venv/ and materializes the whole graph
-# on the embedded default; `make test` adds the test extras and runs pytest.
+# on the embedded default; `make test` adds the test extras (and Chromium, for the report-render
+# test) and runs pytest; `make install-bench` adds what the bench/ scripts import.
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
@@ -8,7 +9,7 @@ export CMAKE_ARGS ?= -DGGML_NATIVE=OFF
 export SKILL_ASSETS_DB ?= $(CURDIR)/data/skill_assets.duckdb
 export DAGSTER_HOME ?= $(CURDIR)/data/dagster_home
 
-.PHONY: demo test ui install
+.PHONY: demo test ui install install-bench
 
 install: $(VENV)/.installed
 
@@ -22,7 +23,12 @@ $(VENV)/.installed: pyproject.toml
 
 $(VENV)/.test-installed: $(VENV)/.installed
 	$(PIP) install -q -e ".[test]"
+	command -v chromium >/dev/null || command -v chromium-browser >/dev/null || command -v google-chrome >/dev/null \
+	  || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
 	touch $@
+
+install-bench: $(VENV)/.installed
+	$(PIP) install -q -e ".[bench]"
 
 demo: $(VENV)/.installed
 	mkdir -p $(DAGSTER_HOME)

@@ -148,7 +148,8 @@ TABLES: dict[str, Table] = {t.name: t for t in [
        ("majority_skill_ids", LS, "the majority's skill set (skill_set)"),
        ("agreement", F, "share of reviewer pairs with the same decision (skill_set: exact-set agreement); "
         "round: mean over items"),
-       ("per_skill_agreement", F, "share of reviewer pairs agreeing on each candidate skill's inclusion (skill_set)"),
+       ("per_skill_agreement", F, "share of reviewer pairs agreeing on each candidate skill's inclusion (skill_set; "
+        "round: pooled over the round's candidate skills)"),
        ("status", S, "pending | settled | disputed (item rows)"),
        ("disagreement_rate", F, "round: share of completed items disputed after the round"),
        ("kappa", F, "round: Fleiss' κ (≥ 3 reviewers) or Cohen's κ (2) on the round's decisions"),

@@ -126,15 +126,17 @@ def round_rows(tasks: list[dict], verdicts: list[dict], items: list[dict]) -> li
         agreements = [a for a in (_pair_agreement([v["decision"] for v in g]) for g in per_item.values())
                       if a is not None]
         value, method = kappa({i: {v["reviewer"]: v["decision"] for v in g} for i, g in per_item.items()})
-        skill_kappa = None
+        skill_kappa, skill_agreement = None, None
         if kind == "skill_set":
-            skill_kappa, _ = kappa({(i, u): r for i, g in per_item.items()
-                                    for u, r in _inclusions(task_of[(i, rnd)], g).items()})
+            units = {(i, u): r for i, g in per_item.items() for u, r in _inclusions(task_of[(i, rnd)], g).items()}
+            skill_kappa, _ = kappa(units)
+            pooled = [a for a in (_pair_agreement(list(r.values())) for r in units.values()) if a is not None]
+            skill_agreement = sum(pooled) / len(pooled) if pooled else None
         ratings = [int(v["answer"]) for v in vs] if kind == "naturalness" else []
         rows.append({"scope": "round", "kind": kind, "round": rnd, "n_reviewers": len({v["reviewer"] for v in vs}),
                      "n_items": len(per_item),
                      "agreement": sum(agreements) / len(agreements) if agreements else None,
-                     "disagreement_rate": decided.count("disputed") / len(decided) if decided else None,
+                     "per_skill_agreement": skill_agreement, "disagreement_rate": decided.count("disputed") / len(decided) if decided else None,
                      "kappa": value, "kappa_method": method, "per_skill_kappa": skill_kappa,
                      "mean_rating": sum(ratings) / len(ratings) if ratings else None})
     return rows

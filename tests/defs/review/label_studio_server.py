@@ -73,12 +73,12 @@ def start_label_studio(data_dir: Path, timeout_s: float = 300):
         pytest.skip("Label Studio is not installed here (make review-install)")
     port, token = _free_port(), secrets.token_hex(20)
     env = os.environ | {"LABEL_STUDIO_BASE_DATA_DIR": str(data_dir), "SECRET_KEY": secrets.token_hex(32),
-                        "LABEL_STUDIO_DISABLE_SIGNUP_WITHOUT_LINK": "true"}
+                        "LABEL_STUDIO_DISABLE_SIGNUP_WITHOUT_LINK": "true", "LABEL_STUDIO_USERNAME": ADMIN_EMAIL,
+                        "LABEL_STUDIO_PASSWORD": ADMIN_PASSWORD, "LABEL_STUDIO_USER_TOKEN": token}
     log = (data_dir / "server.log").open("w")
     started = time.monotonic()
     proc = subprocess.Popen([str(binary), "start", "--no-browser", "--internal-host", "127.0.0.1", "--port", str(port),
-                             "--data-dir", str(data_dir), "--username", ADMIN_EMAIL, "--password", ADMIN_PASSWORD,
-                             "--user-token", token, "--enable-legacy-api-token", "--log-level", "WARNING"],
+                             "--data-dir", str(data_dir), "--enable-legacy-api-token", "--log-level", "WARNING"],
                             env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     url = f"http://127.0.0.1:{port}"
     try:

@@ -104,3 +104,23 @@ def test_file_round_trip_through_two_rounds_to_the_release(upstream_store, tmp_p
     card = next((tmp_path / "releases").glob("*/README.md")).read_text()
     assert "| skill_set | 1 | 4 | 2 | 75.0 % | 25.0 % | 0.636 (cohen) |" in card
     assert "| skill_set | 2 | 1 | 1 |" in card
+
+
+def test_review_tasks_from_an_external_benchmarks_test_split(tmp_path):
+    import dagster as dg
+
+    from skill_assets.definitions import defs
+    from skill_assets.defs.resources import default_resources
+
+    db = tmp_path / "store.duckdb"
+    assert dg.materialize(list(defs.assets or []), selection=["external_skills", "external_queries"],
+                          partition_key="demo-r3",
+                          resources={**default_resources(), "store": DuckDBStore(database=str(db))}).success
+    config = tasks_config(external_benchmark="demo-r3", min_k=1, naturalness_fraction=0.5)
+    assert materialize(db, ["review_tasks"], config).success
+    tasks = store_lib.read_table(db, "review_tasks")
+    assert set(tasks["source"]) == {"external:demo-r3"} and tasks.filter(tasks["kind"] == "skill_set").height == 6
+    assert tasks.filter(tasks["kind"] == "naturalness").height == 3
+    payload = json.loads((tmp_path / "review" / "tasks" /
+                          "skill-assets review · skill sets · round 1 · external:demo-r3.json").read_text())
+    assert any("git-bisect-regressions" in t["data"]["skills_html"] for t in payload)

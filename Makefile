@@ -15,6 +15,7 @@ LABEL_STUDIO_PINS := label-studio==1.23.2 label-studio-sdk==2.1.2
 LABEL_STUDIO_PORT ?= 8080
 LABEL_STUDIO_DATA ?= $(CURDIR)/data/label-studio
 LABEL_STUDIO_USERNAME ?= review-owner@localhost.localdomain
+REVIEW_CONFIG ?=
 
 .PHONY: demo test ui install review review-install
 
@@ -64,6 +65,6 @@ review: $(VENV)/.installed $(REVIEW_VENV)/.installed
 	  --enable-legacy-api-token & pid=$$!; \
 	trap "kill $$pid" INT TERM EXIT; \
 	until curl -sf http://127.0.0.1:$(LABEL_STUDIO_PORT)/health >/dev/null; do sleep 2; done; \
-	LABEL_STUDIO_URL=http://127.0.0.1:$(LABEL_STUDIO_PORT) $(VENV)/bin/skill-assets materialize --select key:review_tasks; \
+	LABEL_STUDIO_URL=http://127.0.0.1:$(LABEL_STUDIO_PORT) $(VENV)/bin/skill-assets materialize --select key:review_tasks $(if $(REVIEW_CONFIG),--config $(REVIEW_CONFIG)); \
 	echo "Label Studio: http://127.0.0.1:$(LABEL_STUDIO_PORT) as $(LABEL_STUDIO_USERNAME); reviewers join by the invite link (Organization > Add People)"; \
 	wait $$pid

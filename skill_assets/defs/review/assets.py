@@ -34,7 +34,8 @@ GROUP = "review"
 
 
 class ReviewTaskSettings(dg.Config):
-    reviewers_per_item: int = 3  # round-1 verdicts per item (Label Studio's maximum annotations per task)
+    reviewers_per_item: int = 2  # round-1 verdicts per item (Label Studio's maximum annotations per task);
+    # two of a team of three, so the third can settle a disagreement in round 2
     next_round_reviewers: int = 1  # verdicts a later round needs, from reviewers who have not seen the item
     naturalness_fraction: float = 0.25  # seeded share of test queries rated for naturalness (R3: 25 %)
     taxonomy_per_class: int = 5  # seeded rule hits per taxonomy class

@@ -176,7 +176,7 @@ def label_agreement(store: DuckDBStore):
     """Per item and round: agreement, majority, settled or disputed; per kind and round: disagreement rate and κ."""
     df = frame("label_agreement", agreement_rows(_stored(store, "review_tasks"), _stored(store, "review_verdicts")))
     store.write("label_agreement", df)
-    items = df.filter((pl.col("scope") == "item"))
+    items = df.filter(pl.col("scope") == "item")
     rounds = df.filter(pl.col("scope") == "round").select(
         "kind", "round", "n_items", "n_reviewers", "agreement", "disagreement_rate", "kappa", "kappa_method",
         "per_skill_kappa")

@@ -7,12 +7,11 @@ import json
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from review_store import materialize, tasks_config, verdict_result
 
 from skill_assets.defs.resources import DuckDBStore
 from skill_assets.defs.review.checks import ReleaseReviewGate, no_disputed_test_query_released
 from skill_assets.lib.common import store as store_lib
-
-from review_store import materialize, tasks_config, verdict_result
 
 ANSWERS = {  # round 1: (alice, bob) per item; Label Studio user ids 2 and 3
     "skill_set:q1": (("confirm",), ("confirm",)),

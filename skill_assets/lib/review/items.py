@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Iterable
+from datetime import datetime
 
 from skill_assets.lib.common.hashing import digest
 from skill_assets.lib.common.retrieval import bm25_rank
@@ -115,8 +116,8 @@ def next_round_items(tasks: list[dict], latest: dict[str, dict], verdicts: list[
     return out
 
 
-def merge_rounds(existing: list[dict], first_round: list[dict], later_rounds: list[dict], source: str, now
-                 ) -> list[dict]:
+def merge_rounds(existing: list[dict], first_round: list[dict], later_rounds: list[dict], source: str,
+                 now: datetime) -> list[dict]:
     """``source``'s round-1 items as built now, every later round already created or new, other sources' items.
 
     A task keeps the ``created_at`` of its first build (a rerun does not make it new); a later

@@ -35,6 +35,11 @@ class LabelStudioServer:
         response.raise_for_status()
         return response
 
+    def reset(self) -> None:
+        """Delete every project: the server is shared by the session, each test starts from none."""
+        for project in self.api("GET", "/api/projects", params={"page_size": 1000}).json()["results"]:
+            self.api("DELETE", f"/api/projects/{project['id']}/")
+
     def login(self, email: str = ADMIN_EMAIL, password: str = ADMIN_PASSWORD) -> requests.Session:
         """A browser-like session (cookies) after the login form."""
         session = requests.Session()

@@ -61,6 +61,7 @@ class DevTools:
 
 
 def test_task_page_shows_the_request_and_the_skills(label_studio, upstream_store, monkeypatch, tmp_path):
+    label_studio.reset()
     monkeypatch.setenv("LABEL_STUDIO_URL", label_studio.url)
     monkeypatch.setenv("LABEL_STUDIO_API_KEY", label_studio.admin_token)
     assert materialize(upstream_store, ["review_tasks"], tasks_config()).success

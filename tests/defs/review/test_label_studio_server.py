@@ -33,6 +33,7 @@ def metadata(result, asset: str) -> dict:
 
 
 def test_review_loop_against_a_real_label_studio(label_studio, upstream_store, monkeypatch):
+    label_studio.reset()
     db = upstream_store
     monkeypatch.setenv("LABEL_STUDIO_URL", label_studio.url)
     monkeypatch.setenv("LABEL_STUDIO_API_KEY", label_studio.admin_token)

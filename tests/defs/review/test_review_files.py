@@ -6,11 +6,16 @@ item goes to a third in round 2; the outcome reaches benchmark_queries and the r
 import json
 from datetime import UTC, datetime, timedelta
 
+import polars as pl
 import pytest
 from review_store import materialize, tasks_config, verdict_result
 
 from skill_assets.defs.resources import DuckDBStore
-from skill_assets.defs.review.checks import ReleaseReviewGate, no_disputed_test_query_released
+from skill_assets.defs.review.checks import (
+    ReleaseReviewGate,
+    no_disputed_test_query_released,
+    verdicts_answer_review_tasks,
+)
 from skill_assets.lib.common import store as store_lib
 
 ANSWERS = {  # round 1: (alice, bob) per item; Label Studio user ids 2 and 3
@@ -100,6 +105,10 @@ def test_file_round_trip_through_two_rounds_to_the_release(upstream_store, tmp_p
     assert queries["q2"]["skill_ids"] == ["data/pandas-cleaning", "data/sql-optimization"]
     assert queries["q4"]["split"] == "excluded" and queries["q4"]["exclusion_reason"] == "review: rejected"
     assert no_disputed_test_query_released(ReleaseReviewGate(mode="strict"), store).passed
+    assert verdicts_answer_review_tasks(store).passed
+    orphan = store_lib.read_table(db, "review_verdicts").head(1).with_columns(pl.lit("skill_set:gone").alias("item_id"))
+    store_lib.append_rows(db, "review_verdicts", orphan)
+    assert not verdicts_answer_review_tasks(store).passed
     card = next((tmp_path / "releases").glob("*/README.md")).read_text()
     assert "| skill_set | 1 | 4 | 2 | 75.0 % | 25.0 % | 0.636 (cohen) |" in card
     assert "| skill_set | 2 | 1 | 1 |" in card

@@ -1,4 +1,6 @@
 """Review items: seeded samples of the sizes configured, and next rounds only for disputed items."""
+from datetime import UTC, datetime
+
 from skill_assets.lib.review.items import (
     merge_rounds,
     naturalness_items,
@@ -36,6 +38,7 @@ def test_next_round_once_per_disputed_item_excluding_who_saw_it():
     later = next_round_items(tasks, latest, verdicts, reviewers_needed=1)
     assert [(t["item_id"], t["round"], t["exclude_reviewers"], t["project"]) for t in later] == [
         (tasks[0]["item_id"], 2, ["alice", "bob"], project_title("skill_set", 2))]
-    merged = merge_rounds(tasks, tasks, later, "pipeline", now="t1")
+    now = datetime(2026, 11, 2, tzinfo=UTC)
+    merged = merge_rounds(tasks, tasks, later, "pipeline", now=now)
     assert next_round_items(merged, latest, verdicts, 1) == []  # the round exists: a rerun adds nothing
-    assert [t["created_at"] for t in merged if t["round"] == 2] == ["t1"]
+    assert [t["created_at"] for t in merged if t["round"] == 2] == [now]

@@ -25,8 +25,9 @@ weekly_benchmark_rebuild = dg.ScheduleDefinition(
 )
 
 
-#: read when present, never waited for: external benchmarks are optional partitions a user adds
-OPTIONAL_PARENTS = dg.AssetSelection.assets("external_metrics")
+#: read when present, never waited for: external benchmarks are optional partitions a user adds, and
+#: the human review (label_agreement) runs at the reviewers' pace
+OPTIONAL_PARENTS = dg.AssetSelection.assets("external_metrics", "label_agreement")
 
 
 def follow_upstream(spec: dg.AssetSpec) -> dg.AssetSpec:

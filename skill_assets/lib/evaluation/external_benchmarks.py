@@ -18,8 +18,8 @@ description and body; queries with id, text and ground-truth skill ids):
   to ``skills/``, as ``skill-assets route`` names them) plus ``queries.jsonl`` with
   ``{"id"?, "query", "skill_ids"}``.
 - ``curated`` — this project's hand-written benchmark (``curated_benchmark``): ``requests.jsonl``
-  in the folder, the skills in a separate ``pool`` directory (SKILL.md tree, id = folder relative
-  to it). Its ground truth comes as groups of interchangeable copies, each query records its
+  in the folder, the skills in a separate ``pool``: a SKILL.md tree (id = folder relative to it) or
+  a sources YAML fetched by the corpus stage (``curated_pool``). Its ground truth comes as groups of interchangeable copies, each query records its
   direction, and a ground-truth id missing from the pool is an error naming it.
 
 Input is validated, not repaired: a line that is not a JSON object with the required fields, a

@@ -52,11 +52,13 @@ def sources_yaml(manifest: Path) -> str:
 
 def super_domains(db: Path) -> tuple[dict[str, SuperDomain], str]:
     """Raw skill id → super-domain of its kept skill, and a line naming the run."""
-    rows = query(db, """SELECT r.skill_id, c.super_domain, c.super_domain_keywords FROM raw_skills r
+    rows = query(db, """WITH sizes AS (SELECT super_domain, count(*) AS size FROM skill_clusters GROUP BY 1)
+                        SELECT r.skill_id, c.super_domain, c.super_domain_keywords, s.size FROM raw_skills r
                         LEFT JOIN skill_duplicates d ON d.duplicate_skill_id = r.skill_id
-                        JOIN skill_clusters c ON c.skill_id = coalesce(d.kept_skill_id, r.skill_id)""").rows()
+                        JOIN skill_clusters c ON c.skill_id = coalesce(d.kept_skill_id, r.skill_id)
+                        JOIN sizes s USING (super_domain)""").rows()
     n_kept, n_super = query(db, "SELECT count(*), count(DISTINCT super_domain) FROM skill_clusters").row(0)
-    return ({sid: SuperDomain(int(d), kw) for sid, d, kw in rows},
+    return ({sid: SuperDomain(int(d), kw, size) for sid, d, kw, size in rows},
             f"`skill_clusters` of a pipeline run over the shared corpus: {n_kept:,} kept skills, {n_super} super-domains")
 
 

@@ -21,10 +21,11 @@ AGREEMENT_START, AGREEMENT_END = "<!-- agreement:start -->", "<!-- agreement:end
 
 @dataclass(frozen=True)
 class SuperDomain:
-    """A skill's super-domain in a pipeline run: its number and its c-TF-IDF keywords."""
+    """A skill's super-domain in a pipeline run: its number, its c-TF-IDF keywords and its kept skills."""
 
     id: int
     keywords: str
+    size: int
 
 
 @dataclass(frozen=True)
@@ -86,8 +87,10 @@ def count_tables(requests: Sequence[CuratedRequest]) -> dict[str, str]:
 
 
 def super_domain_table(requests: Sequence[CuratedRequest], domain_of: Mapping[str, SuperDomain]) -> str:
-    """Needed skills (each request's groups, by the group's first skill) per super-domain, and requests touching it."""
-    skills, touching, keywords = Counter(), Counter(), {}
+    """Needed skills (each request's groups, by the group's first skill) per super-domain of the run, and requests
+    touching it; a super-domain no request needs is listed with zeros, so a reader sees what was left out."""
+    skills, touching = Counter(), Counter()
+    domains = {d.id: d for d in domain_of.values()}
     unplaced = 0
     for r in requests:
         seen = set()
@@ -97,14 +100,14 @@ def super_domain_table(requests: Sequence[CuratedRequest], domain_of: Mapping[st
                 unplaced += 1
                 continue
             skills[domain.id] += 1
-            keywords[domain.id] = domain.keywords
             seen.add(domain.id)
         for d in seen:
             touching[d] += 1
-    rows = [[d, keywords[d], skills[d], touching[d]] for d in sorted(skills)]
+    rows = [[d, domains[d].keywords, f"{domains[d].size:,}", skills[d], touching[d]] for d in sorted(domains)]
     if unplaced:
-        rows.append(["–", "not in the run's skill_clusters", unplaced, "–"])
-    return _table(["super-domain", "keywords (c-TF-IDF)", "needed skills", "requests touching it"], rows)
+        rows.append(["–", "not in the run's skill_clusters", "–", unplaced, "–"])
+    return _table(["super-domain", "keywords (c-TF-IDF)", "kept skills in the corpus", "needed skills",
+                   "requests touching it"], rows)
 
 
 def rejection_table(rejections: Sequence[CuratedRejection]) -> str:

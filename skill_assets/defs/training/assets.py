@@ -9,6 +9,7 @@ When the run's corpus holds the curated benchmark's skills (``lib/training/curat
 its train split joins the pipeline's train queries and its dev split picks the checkpoint, unless
 the config says ``curated: false``; each model card says which queries the model saw.
 """
+from collections.abc import Callable
 from datetime import UTC, datetime
 
 import dagster as dg
@@ -68,7 +69,7 @@ def provenance(store: DuckDBStore, data: TrainingData) -> dict:
             "training_data": data.card}
 
 
-def train_data(store: DuckDBStore, config: TrainingConfig, log=None) -> TrainingData:
+def train_data(store: DuckDBStore, config: TrainingConfig, log: Callable[[str], None] | None = None) -> TrainingData:
     """Train queries, dev queries (empty unless the splits or the curated benchmark made some) and the skills
     they are trained and selected over: the pipeline's, joined by the curated benchmark's where it applies."""
     queries = store.query("SELECT * FROM benchmark_queries WHERE split = 'train' ORDER BY query_id").to_dicts()

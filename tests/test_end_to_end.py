@@ -3,6 +3,7 @@
 Runs the CLI in a subprocess so the resources read SKILL_ASSETS_DB / DAGSTER_HOME from a clean
 environment, exactly as `make demo` does, then checks row counts and invariants in the DuckDB file.
 """
+import json
 import os
 import subprocess
 import sys
@@ -92,6 +93,10 @@ def test_models_and_report_are_files(demo_store):
     assert SentenceTransformer(emb_path).encode(["route me"]).shape[1] == 384
     assert CrossEncoder(rr_path).predict([("route me", "a skill")]).shape == (1,)
     assert "hit@1" in report and Path(plot).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # the demo's few test queries: every table shows its intervals and says it cannot rank systems
+    assert "cannot rank systems" in report and "## What each model saw" in report
+    card = json.loads((Path(emb_path) / "skill_assets_card.json").read_text())
+    assert card["training_data"]["curated"].startswith("not in this corpus")  # the demo trains on its own skills
     reports = demo_store.parent / "reports"
     assert "<table>" in (reports / "benchmark_report.html").read_text()
     assert any((reports / "runs").glob("*.trec"))

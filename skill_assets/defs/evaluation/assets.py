@@ -26,9 +26,13 @@ from skill_assets.lib.evaluation.report import (
     metrics_table,
     mteb_results,
     recall_curve_plot,
+    slice_sizes,
     taxonomy_plot,
     to_markdown,
+    training_data_table,
+    with_note,
 )
+from skill_assets.lib.evaluation.skill_groups import singleton_groups
 from skill_assets.lib.evaluation.systems import SystemRun, metric_rows, query_slices, run_rows, run_systems
 
 GROUP = "evaluation"
@@ -51,6 +55,18 @@ def model_registry(store: DuckDBStore, models: ModelSettings) -> tuple[list[tupl
                  .to_dicts()] if store.exists(table) else [])
 
     return [("base", models.embedder), *rows("embedder")], rows("reranker")
+
+
+def model_cards(store: DuckDBStore) -> dict[str, dict]:
+    """``skill_assets_card.json`` of every registered model, by system name (``embedder:r3``)."""
+    cards = {}
+    for kind in ("embedder", "reranker"):
+        rows = store.query(f"SELECT variant, path FROM {kind} ORDER BY variant").rows() if store.exists(kind) else []
+        for variant, path in rows:
+            card = Path(path) / "skill_assets_card.json"
+            if card.is_file():
+                cards[f"{kind}:{variant}"] = json.loads(card.read_text())
+    return cards
 
 
 def evaluate_systems(skills: list[dict], queries: list[str], store: DuckDBStore, models: ModelSettings,
@@ -109,7 +125,7 @@ def benchmark_metrics(store: DuckDBStore):
         qids = sorted({qid for by_query in rankings.values() for qid in by_query})
         split_queries = [queries[q] for q in qids]
         for row in metric_rows({s: [by_query.get(q, []) for q in qids] for s, by_query in rankings.items()},
-                               [set(q["skill_ids"]) for q in split_queries],
+                               [singleton_groups(q["skill_ids"]) for q in split_queries],
                                query_slices(split_queries, ("direction", "k"))):
             rows.append({**row, "split": split, "data_version": data_version, "code_version": code,
                          "model_version": versions[row["system"]]})
@@ -164,26 +180,37 @@ def benchmark_report(store: DuckDBStore):
     splits = store.query("SELECT split, count(*) AS n FROM benchmark_queries GROUP BY 1 ORDER BY 1")
     versions = metrics.select("data_version", "code_version").unique().head(1).to_dicts()
     stamp = versions[0] if versions else {"data_version": "–", "code_version": "–"}
-    breakdowns = "\n\n".join(f"### {name} by direction and set size k\n\n{to_markdown(breakdown_table(metrics, name))}"
+    sizes = slice_sizes(metrics)
+    lead_n = {"all": sizes.get("all", 0)}
+    breakdowns = "\n\n".join(f"### {name} by direction and set size k\n\n"
+                              + with_note(to_markdown(breakdown_table(metrics, name, intervals=True)), sizes)
                               for name in ("hit@1", "ndcg@10", "recall@10"))
+    trained = training_data_table(model_cards(store))
     sections = [
         ("", f"Generated {datetime.now(UTC):%Y-%m-%d %H:%M UTC} · data {stamp['data_version']} · "
              f"code {stamp['code_version']}. Every system ranks the whole skill library for each query; numbers are "
              "percentages averaged over queries (p-values are not)."),
         ("How to read the tables", glossary()),
-        (f"Overall ({lead or 'no evaluated split'})", to_markdown(overall) + "\n\n"
+        (f"Overall ({lead or 'no evaluated split'})",
+         with_note(to_markdown(metrics_table(metrics, with_significance=True, intervals=True)), lead_n) + "\n\n"
          f"![Hit@1, NDCG@10 and Recall@10 per system ({lead} split)](metrics_by_system.png)\n\n"
          f"![Recall@K per system at every cutoff K ({lead} split)](recall_at_k.png)"),
         (f"Every cutoff K ({lead})", "R3-Skill reports K ∈ {5, 10, 15}, SkillRouter K ∈ {10, 20, 50}.\n\n"
-         + "\n\n".join(f"### {family}@K\n\n{to_markdown(cutoff_table(metrics, family))}"
+         + "\n\n".join(f"### {family}@K\n\n" + with_note(to_markdown(cutoff_table(metrics, family, intervals=True)),
+                                                         lead_n)
                         for family in ("ndcg", "recall", "fc", "comp"))),
         *[(f"Overall ({s}; queries the trained models saw in training)" if s in ("train", "dev") else f"Overall ({s})",
-           to_markdown(metrics_table(metrics, with_significance=True, split=s))) for s in other_splits],
+           with_note(to_markdown(metrics_table(metrics, with_significance=True, split=s, intervals=True)),
+                     {"all": slice_sizes(metrics, s).get("all", 0)})) for s in other_splits],
         ("SKIP ablations (R3 Table 7 ids)", "Each row changes one thing about how SKIP records are used in training; "
-         "compare A with B (embedders) and E with C and D (rerankers).\n\n" + to_markdown(ablation_table(metrics))),
+         "compare A with B (embedders) and E with C and D (rerankers).\n\n"
+         + with_note(to_markdown(ablation_table(metrics, intervals=True)), lead_n)),
         ("Breakdowns", f"{DIRECTIONS}; k = number of ground-truth skills of the query; n = queries in the column.\n\n"
          + breakdowns),
         ("External benchmarks", external_section(external)),
+        ("What each model saw", "Queries each trained model learned from and the queries that picked its checkpoint "
+         "(from its model card); test queries of any benchmark are never among them.\n\n"
+         + to_markdown(trained, percent=False)),
         ("Benchmark queries", to_markdown(splits, percent=False)),
         ("Generator decisions", "Per direction and set size: how often the generator wrote a query (WRITE) or refused "
          "the set (SKIP); SKIP % = SKIP / (WRITE + SKIP).\n\n" + to_markdown(decisions, percent=False)),

@@ -47,7 +47,8 @@ def external_benchmark(context: dg.AssetExecutionContext, store: DuckDBStore):
         for s in bench.skills])
     queries = _write(store, "external_queries", name, [
         {"benchmark": name, "layout": bench.layout, "query_id": q.id, "query": q.query, "skill_ids": list(q.skill_ids),
-         "unknown_skill_ids": list(q.unknown_skill_ids), "k": len(q.skill_ids), "evaluated": bool(q.skill_ids),
+         "skill_groups": [list(g) for g in q.skill_groups], "unknown_skill_ids": list(q.unknown_skill_ids),
+         "k": len(q.skill_groups), "direction": q.direction, "evaluated": bool(q.skill_ids),
          "data_version": bench.version} for q in bench.queries])
     unknown = sorted({s for q in bench.queries for s in q.unknown_skill_ids})
     if unknown:
@@ -85,7 +86,8 @@ def external_runs(context: dg.AssetExecutionContext, config: SystemSettings, sto
 @dg.asset(group_name=GROUP, kinds={"duckdb"}, partitions_def=external_benchmarks, op_tags=DUCKDB_WRITER_TAG,
           deps=["external_runs", "external_queries"])
 def external_metrics(context: dg.AssetExecutionContext, store: DuckDBStore):
-    """Every metric per system on an external benchmark, overall and by k, with significance against the base."""
+    """Every metric per system on an external benchmark, overall, by k and by direction (where recorded), with
+    95% intervals and significance against the base; a ranked copy counts as its ground-truth group."""
     name = context.partition_key
     queries = {q["query_id"]: q for q in store.query(
         "SELECT * FROM external_queries WHERE benchmark = ? AND evaluated", [name]).to_dicts()}
@@ -94,8 +96,8 @@ def external_metrics(context: dg.AssetExecutionContext, store: DuckDBStore):
     for _, rankings, versions in runs_by_system(store, "external_runs", "benchmark", "WHERE benchmark = ?", [name]):
         qids = sorted(queries)
         for row in metric_rows({s: [by_query.get(q, []) for q in qids] for s, by_query in rankings.items()},
-                               [set(queries[q]["skill_ids"]) for q in qids],
-                               query_slices([queries[q] for q in qids], ("k",))):
+                               [tuple(map(tuple, queries[q]["skill_groups"])) for q in qids],
+                               query_slices([queries[q] for q in qids], ("k", "direction"))):
             rows.append({**row, "benchmark": name, "data_version": data_version, "code_version": code,
                          "model_version": versions[row["system"]]})
     df = _write(store, "external_metrics", name, rows)

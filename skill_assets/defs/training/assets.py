@@ -4,7 +4,12 @@ Models are files (sentence-transformers folders under ``models/`` beside the Duc
 ``embedder`` and ``reranker`` tables are registries with one row per trained variant. The steps
 carry a ``skill_assets/compute: gpu`` tag so a deployment can route them to a GPU pool; bf16 and
 gradient checkpointing switch on by themselves when CUDA is present.
+
+When the run's corpus holds the curated benchmark's skills (``lib/training/curated_training``),
+its train split joins the pipeline's train queries and its dev split picks the checkpoint, unless
+the config says ``curated: false``; each model card says which queries the model saw.
 """
+from collections.abc import Callable
 from datetime import UTC, datetime
 
 import dagster as dg
@@ -16,6 +21,14 @@ from skill_assets.defs.training.partitions import embedder_variants, reranker_va
 from skill_assets.lib.common import store as store_lib
 from skill_assets.lib.common.provenance import code_version, release_version
 from skill_assets.lib.common.tables import frame
+from skill_assets.lib.evaluation.curated_benchmark import UnresolvedSkillIds, load_requests
+from skill_assets.lib.training.curated_training import (
+    TrainingData,
+    corpus_holds_curated,
+    curated_data_version,
+    pipeline_only,
+    with_curated,
+)
 from skill_assets.lib.training.model_training import (
     MINING_RULES,
     TrainedModel,
@@ -41,27 +54,48 @@ class TrainingConfig(dg.Config):
     dev_fraction: float = Field(default=0.1, description="share of train queries held out to pick the best "
                                 "checkpoint when benchmark_queries has no dev split")
     dev_evaluations: int = Field(default=10, description="held-out evaluations over a run (plus one at the start)")
+    curated: bool = Field(default=True, description="when the corpus holds the curated benchmark's skills, train "
+                          "on its train split too and pick the checkpoint on its dev split")
 
     def settings(self, models: ModelSettings) -> TrainingSettings:
         return TrainingSettings(self.epochs, self.batch_size, self.max_seq_length, self.checkpoint_every, self.seed,
                                 models.query_prompt, self.dev_fraction, self.dev_evaluations)
 
 
-def provenance(store: DuckDBStore) -> dict:
-    """The versions benchmark_metrics stamps on its figures, so a model card names the data it saw."""
-    return {"data_version": release_version(store.read("benchmark_queries")), "code_version": code_version()}
+def provenance(store: DuckDBStore, data: TrainingData) -> dict:
+    """The versions benchmark_metrics stamps on its figures and which queries trained and selected the model,
+    so a model card names the data it saw."""
+    return {"data_version": release_version(store.read("benchmark_queries")), "code_version": code_version(),
+            "training_data": data.card}
 
 
-def train_data(store: DuckDBStore) -> tuple[list[dict], list[dict], list[dict]]:
-    """(train queries, dev queries, train-pool skills); dev is empty unless the splits made one."""
+def train_data(store: DuckDBStore, config: TrainingConfig, log: Callable[[str], None] | None = None) -> TrainingData:
+    """Train queries, dev queries (empty unless the splits or the curated benchmark made some) and the skills
+    they are trained and selected over: the pipeline's, joined by the curated benchmark's where it applies."""
     queries = store.query("SELECT * FROM benchmark_queries WHERE split = 'train' ORDER BY query_id").to_dicts()
     dev = store.query("SELECT * FROM benchmark_queries WHERE split = 'dev' ORDER BY query_id").to_dicts()
-    if not queries:
-        raise dg.Failure("benchmark_queries has no train queries: every WRITE was excluded or SKIPped "
-                         "(see query_audit.reasons); nothing to train on")
-    skills = store.query("""SELECT s.skill_id, s.name, s.description, s.body, p.super_domain FROM skills s
-                            JOIN skill_pools p USING (skill_id) WHERE p.pool = 'train' ORDER BY skill_id""").to_dicts()
-    return queries, dev, skills
+    skills = store.query("""SELECT s.skill_id, s.name, s.description, s.body, p.super_domain, p.pool FROM skills s
+                            JOIN skill_pools p USING (skill_id) ORDER BY skill_id""").to_dicts()
+    train_pool = [s for s in skills if s["pool"] == "train"]
+    data = pipeline_only(queries, dev, train_pool, "off (config curated: false)")
+    if config.curated:
+        requests = load_requests()
+        raw = store.query("""SELECT r.skill_id, coalesce(d.kept_skill_id, r.skill_id) AS kept FROM raw_skills r
+                             LEFT JOIN skill_duplicates d ON d.duplicate_skill_id = r.skill_id""")
+        kept_of = dict(zip(raw["skill_id"].to_list(), raw["kept"].to_list()))
+        try:
+            holds = corpus_holds_curated(requests, set(kept_of))
+        except UnresolvedSkillIds as exc:
+            raise dg.Failure(str(exc)) from exc
+        data = (with_curated(queries, dev, train_pool, {s["skill_id"]: s for s in skills}, requests, kept_of,
+                             curated_data_version(requests)) if holds
+                else pipeline_only(queries, dev, train_pool, "not in this corpus (none of its skill ids is)"))
+    if log:
+        log(f"training data: {data.card}")
+    if not data.train:
+        raise dg.Failure("no train queries: every WRITE was excluded or SKIPped (see query_audit.reasons) and the "
+                         "curated benchmark does not apply; nothing to train on")
+    return data
 
 
 def latest_model_path(store: DuckDBStore, table: str, variant: str) -> str | None:
@@ -87,23 +121,24 @@ def _register(store: DuckDBStore, table: str, variant: str, base: str, loss: str
         "selected_step": trained.card["selected_step"], "card": dg.MetadataValue.json(trained.card), **extra})
 
 
-@dg.asset(group_name=GROUP, kinds={"duckdb", "sentence_transformers"}, deps=["benchmark_queries", "skill_pools"],
-          op_tags=DUCKDB_WRITER_TAG)
+@dg.asset(group_name=GROUP, kinds={"duckdb", "sentence_transformers"},
+          deps=["benchmark_queries", "skill_pools", "skill_duplicates"], op_tags=DUCKDB_WRITER_TAG)
 def hard_negatives(context: dg.AssetExecutionContext, config: TrainingConfig, store: DuckDBStore,
                    models: ModelSettings):
     """Hard negatives of every train query by each mining rule, after the three-layer false-negative filter."""
-    queries, _, skills = train_data(store)
+    data = train_data(store, config, context.log.info)
     teacher = load_bi_encoder(models.teacher, config.max_seq_length)
     rows, removed = [], {}
     for rule in MINING_RULES:
-        mined, counts = mine_negatives(rule, queries, skills, teacher, models.query_prompt, config.seed)
+        mined, counts = mine_negatives(rule, data.train, data.skills, teacher, models.query_prompt, config.seed)
         rows += [{"rule": rule, "query_id": qid, "position": i + 1, "skill_id": sid, "teacher_model": models.teacher}
                  for qid, negatives in mined.items() for i, sid in enumerate(negatives)]
         removed |= {f"removed/{rule}/{layer}": n for layer, n in counts.items()}
         context.log.info(f"{rule}: {sum(len(v) for v in mined.values())} negatives for {len(mined)} queries")
     df = frame("hard_negatives", rows)
     store.write("hard_negatives", df)
-    return dg.MaterializeResult(metadata=table_metadata("hard_negatives", df, teacher=models.teacher, **removed))
+    return dg.MaterializeResult(metadata=table_metadata("hard_negatives", df, teacher=models.teacher, **removed,
+                                                        training_data=dg.MetadataValue.json(data.card)))
 
 
 def mined_negatives(store: DuckDBStore, rule: str) -> dict[str, list[str]]:
@@ -117,10 +152,10 @@ def mined_negatives(store: DuckDBStore, rule: str) -> dict[str, list[str]]:
 def embedder(context: dg.AssetExecutionContext, config: TrainingConfig, store: DuckDBStore, models: ModelSettings):
     """A fine-tuned bi-encoder for the partition's recipe (R3 multi-positive InfoNCE by default)."""
     variant = EMBEDDER_VARIANTS[context.partition_key]
-    queries, dev, skills = train_data(store)
-    trained = train_embedder(variant, queries, skills, models.embedder, models.teacher,
+    data = train_data(store, config, context.log.info)
+    trained = train_embedder(variant, data.train, data.skills, models.embedder, models.teacher,
                              store.artifacts_dir / "models" / "embedder" / variant.name, config.settings(models),
-                             context.log.info, dev, provenance(store),
+                             context.log.info, data.dev, provenance(store, data),
                              mined=mined_negatives(store, mining_rule(variant)))
     return _register(store, "embedder", variant.name, models.embedder, variant.loss, trained)
 
@@ -131,9 +166,9 @@ def embedder(context: dg.AssetExecutionContext, config: TrainingConfig, store: D
 def reranker(context: dg.AssetExecutionContext, config: TrainingConfig, store: DuckDBStore, models: ModelSettings):
     """A fine-tuned cross-encoder for the partition's recipe (R3 graded ListNet by default)."""
     variant = RERANKER_VARIANTS[context.partition_key]
-    queries, dev, skills = train_data(store)
+    data = train_data(store, config, context.log.info)
     first_stage = latest_model_path(store, "embedder", "r3") or models.embedder
-    trained = train_reranker(variant, queries, skills, models.reranker_base, first_stage,
+    trained = train_reranker(variant, data.train, data.skills, models.reranker_base, first_stage,
                              store.artifacts_dir / "models" / "reranker" / variant.name, config.settings(models),
-                             context.log.info, dev, provenance(store))
+                             context.log.info, data.dev, provenance(store, data))
     return _register(store, "reranker", variant.name, models.reranker_base, variant.loss, trained)

@@ -87,3 +87,14 @@ def json_objects(path: Path) -> Iterator[tuple[str, dict]]:
             rec = parse_json_object(raw, where)
             if rec is not None:
                 yield where, rec
+
+
+def format_records(path: Path, error: type[Exception]) -> Iterator[tuple[str, dict]]:
+    """``json_objects`` of a file a format requires, every problem (a missing file included) raised as the
+    format's own ``error``, so its callers catch one exception type."""
+    if not path.is_file():
+        raise error(f"{path}: file not found")
+    try:
+        yield from json_objects(path)
+    except JsonlError as exc:
+        raise error(str(exc)) from exc

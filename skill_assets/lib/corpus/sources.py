@@ -115,17 +115,32 @@ def redact_url_credentials(text: str) -> str:
 
 
 def load_source_specs(path: str | Path) -> list[SourceSpec]:
-    """Read a sources YAML: ``sources: [{name, kind, location, commit?, repo?}, ...]``."""
+    """Read a sources YAML: ``sources: [{name, kind, location, commit?, repo?, subfolders?}, ...]``."""
     data = yaml.safe_load(Path(path).read_text()) or {}
     specs = []
     for i, entry in enumerate(data.get("sources", [])):
         if not isinstance(entry, dict) or "location" not in entry:
             raise SourceError(f"{path}: source #{i + 1} needs at least a 'location'")
         location = str(entry["location"])
+        if entry.get("subfolders"):
+            specs += subfolder_specs(location)
+            continue
         kind = entry.get("kind") or guess_kind(location)
         name = entry.get("name") or default_name(location)
         specs.append(SourceSpec(name, kind, location, entry.get("commit"), entry.get("repo")))
     return specs
+
+
+def subfolder_specs(location: str) -> list[SourceSpec]:
+    """One ``dir`` source per immediate subfolder of ``location``, named like the folder, in name order.
+
+    A folder of repository snapshots named ``<owner>__<repo>`` then yields the skill ids
+    ``<owner>__<repo>/<skill folder>``, the same as git sources of those repositories named alike."""
+    root = Path(location).expanduser()
+    if not root.is_dir():
+        raise SourceError(f"{location} is not a readable directory (subfolders: true)")
+    return [SourceSpec(d.name, "dir", str(d)) for d in sorted(root.iterdir())
+            if d.is_dir() and not d.name.startswith(".")]
 
 
 def guess_kind(location: str) -> str:

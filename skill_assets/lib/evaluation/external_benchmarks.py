@@ -17,27 +17,34 @@ description and body; queries with id, text and ground-truth skill ids):
 - ``skill_md`` — a directory tree ``skills/`` of SKILL.md files (skill id = skill folder relative
   to ``skills/``, as ``skill-assets route`` names them) plus ``queries.jsonl`` with
   ``{"id"?, "query", "skill_ids"}``.
+- ``curated`` — this project's hand-written benchmark (``curated_benchmark``): ``requests.jsonl``
+  in the folder, the skills in a separate ``pool``: a SKILL.md tree (id = folder relative to it) or
+  a sources YAML fetched by the corpus stage (``curated_pool``). Its ground truth comes as groups of interchangeable copies, each query records its
+  direction, and a ground-truth id missing from the pool is an error naming it.
 
 Input is validated, not repaired: a line that is not a JSON object with the required fields, a
 duplicate id, an unparseable SKILL.md or a qrels row for a query the release does not have raises
 ``BenchmarkFormatError`` naming the file (and line), so nothing is dropped silently. Ground-truth
-ids missing from the pool are not an error (releases do ship such queries); each query lists them
-in ``unknown_skill_ids`` and is scored on the rest.
+ids missing from the pool are not an error for releases of others (they do ship such queries);
+each query lists them in ``unknown_skill_ids`` and is scored on the rest.
 """
 from __future__ import annotations
 
 import json
 import re
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
 
-from skill_assets.lib.common.hashing import digest
-from skill_assets.lib.common.jsonl import JsonlError, json_objects
+from skill_assets.lib.common.hashing import digest, normalise_text
+from skill_assets.lib.common.jsonl import format_records
+from skill_assets.lib.evaluation import curated_benchmark as curated
+from skill_assets.lib.evaluation.skill_groups import Groups, singleton_groups, with_identical_copies
 
-LAYOUTS = ("r3", "skillret", "skill_md")
+LAYOUTS = ("r3", "skillret", "skill_md", "curated")
 #: env var naming the YAML file that lists external benchmarks (see ``load_benchmark_specs``)
 CONFIG_ENV = "SKILL_ASSETS_EXTERNAL_BENCHMARKS"
 DEMO_CONFIG = Path(__file__).resolve().parents[2] / "demo" / "external" / "benchmarks.yaml"
@@ -62,6 +69,8 @@ class ExternalQuery:
     query: str
     skill_ids: tuple[str, ...]          # ground truth present in the pool
     unknown_skill_ids: tuple[str, ...]  # ground truth the pool does not have
+    skill_groups: Groups                # the same ground truth, one group of interchangeable copies per needed skill
+    direction: str | None = None        # skill language → query language, where the layout records it
 
 
 @dataclass(frozen=True)
@@ -75,23 +84,32 @@ class ExternalBenchmark:
     def version(self) -> str:
         """Content hash of the pool and the ground truth: changes whenever a number could."""
         payload = json.dumps([[(s.id, s.name, s.description, s.body) for s in self.skills],
-                              [(q.id, q.query, q.skill_ids, q.unknown_skill_ids) for q in self.queries]])
+                              [(q.id, q.query, q.skill_ids, q.unknown_skill_ids) for q in self.queries],
+                              [(q.skill_groups, q.direction) for q in self.queries if q.direction is not None]])
         return digest(payload)[:16]
 
 
 @dataclass(frozen=True)
 class BenchmarkSpec:
-    """Where one external benchmark lives; ``layout`` None means detect it from the files."""
+    """Where one external benchmark lives; ``layout`` None means detect it from the files.
+
+    ``pool``: the skill directory of a layout that ships no skills (``curated``)."""
 
     name: str
     path: Path
     layout: str | None = None
     split: str = "test"
+    pool: Path | None = None
+
+
+def curated_spec(pool: str | Path) -> BenchmarkSpec:
+    """The curated benchmark's test split scored over ``pool`` (``$SKILL_ASSETS_CURATED_POOL``)."""
+    return BenchmarkSpec(curated.BENCHMARK_NAME, curated.CURATED_DIR, "curated", "test", Path(pool).resolve())
 
 
 # --------------------------------------------------------------------------------------------- config
 def load_benchmark_specs(config: str | Path) -> dict[str, BenchmarkSpec]:
-    """Benchmarks listed in a YAML mapping ``name: {path, layout?, split?}`` (paths relative to the file)."""
+    """Benchmarks listed in a YAML mapping ``name: {path, layout?, split?, pool?}`` (paths relative to the file)."""
     config = Path(config)
     raw = yaml.safe_load(config.read_text(encoding="utf-8")) or {}
     if not isinstance(raw, dict):
@@ -106,8 +124,9 @@ def load_benchmark_specs(config: str | Path) -> dict[str, BenchmarkSpec]:
         layout = entry.get("layout")
         if layout is not None and layout not in LAYOUTS:
             raise BenchmarkFormatError(f"{config}: benchmark {name!r} has layout {layout!r}; known: {LAYOUTS}")
+        pool = (config.parent / str(entry["pool"])).resolve() if entry.get("pool") else None
         specs[str(name)] = BenchmarkSpec(str(name), (config.parent / str(entry["path"])).resolve(), layout,
-                                         str(entry.get("split", "test")))
+                                         str(entry.get("split", "test")), pool)
     return specs
 
 
@@ -118,14 +137,19 @@ def detect_layout(root: Path) -> str:
         return "skillret"
     if (root / "skills").is_dir() and (root / "queries.jsonl").is_file():
         return "skill_md"
-    raise BenchmarkFormatError(f"{root}: no known layout (expected skills.jsonl [r3], data/skills/ [skillret] "
-                               "or skills/ + queries.jsonl [skill_md])")
+    if (root / curated.REQUESTS).is_file():
+        return "curated"
+    raise BenchmarkFormatError(f"{root}: no known layout (expected skills.jsonl [r3], data/skills/ [skillret], "
+                               f"skills/ + queries.jsonl [skill_md] or {curated.REQUESTS} [curated])")
 
 
 def load_benchmark(spec: BenchmarkSpec) -> ExternalBenchmark:
     if not spec.path.is_dir():
         raise FileNotFoundError(f"benchmark {spec.name!r}: {spec.path} is not a directory")
     layout = spec.layout or detect_layout(spec.path)
+    if layout == "curated":
+        skills, curated_queries = load_curated(spec.path, spec.split, spec.pool)
+        return ExternalBenchmark(spec.name, layout, tuple(skills), tuple(curated_queries))
     loader = {"r3": load_r3, "skillret": load_skillret, "skill_md": load_skill_md}[layout]
     skills, queries = loader(spec.path, spec.split)
     return ExternalBenchmark(spec.name, layout, tuple(skills), _resolve(queries, skills))
@@ -178,30 +202,79 @@ def load_skillret(root: Path, split: str = "test"
     return _unique_skills(skills, skills_path), queries
 
 
+def _skill_tree(root: Path) -> tuple[list[ExternalSkill], list]:
+    """(skills, quarantined files) of a SKILL.md tree, ids as ``skill-assets route`` names them."""
+    from skill_assets.router.pools import load_pool
+
+    pool = load_pool(root)
+    return [ExternalSkill(s.id, s.name, s.description, s.body) for s in pool.skills], pool.rejected
+
+
 def load_skill_md(root: Path, split: str = "test"
                   ) -> tuple[list[ExternalSkill], list[tuple[str, str, list[str], str]]]:
     """``split`` is unused: a SKILL.md benchmark ships one query file."""
-    from skill_assets.router.pools import load_pool
-
-    pool = load_pool(root / "skills")
-    if pool.rejected:
-        raise BenchmarkFormatError("; ".join(str(r) for r in pool.rejected))
-    skills = [ExternalSkill(s.id, s.name, s.description, s.body) for s in pool.skills]
+    skills, rejected = _skill_tree(root / "skills")
+    if rejected:
+        raise BenchmarkFormatError("; ".join(str(r) for r in rejected))
     queries = [(str(rec["id"]) if rec.get("id") is not None else f"q-{where.rsplit(':', 1)[1]}",
                 _string(rec, "query", where), _id_list(rec, "skill_ids", where), where)
                for where, rec in _records(root / "queries.jsonl")]
     return skills, queries
 
 
+def curated_pool(pool: Path) -> list[ExternalSkill]:
+    """The skills of a curated pool: a directory with one folder per repository (id = skill folder relative
+    to it), or a sources YAML (``sources.yaml`` of the benchmark) whose sources are fetched with the corpus
+    stage's own code, each skill named ``<source name>/<skill folder>`` as the ingest names it."""
+    if pool.is_dir():
+        return _skill_tree(pool)[0]
+    if not pool.is_file():
+        raise FileNotFoundError(f"curated pool {pool} is neither a directory nor a sources file")
+    from skill_assets.lib.corpus.sources import SourceError, load_source_specs, prepare_source
+    from skill_assets.router.pools import load_pool
+
+    skills = []
+    with tempfile.TemporaryDirectory(prefix="curated-pool-") as work:
+        for spec in load_source_specs(pool):
+            try:
+                root = prepare_source(spec, Path(work)).root
+            except SourceError as exc:
+                raise BenchmarkFormatError(f"{pool}: {exc}") from exc
+            for s in load_pool(root).skills:
+                folder = Path(s.source).parent.relative_to(root).as_posix()
+                skills.append(ExternalSkill(spec.name if folder == "." else f"{spec.name}/{folder}", s.name,
+                                            s.description, s.body))
+    return skills
+
+
+def load_curated(root: Path, split: str, pool: Path | None) -> tuple[list[ExternalSkill], list[ExternalQuery]]:
+    """The curated requests of ``split`` over every skill of ``pool``, ground truth as copy groups.
+
+    Each group also takes in the pool skills whose document is identical to a member's (same
+    normalised name, description and body), which every system ranks in an arbitrary order among
+    themselves. Quarantined pool files are not skills; an id that names one is unresolved.
+    """
+    if pool is None:
+        raise BenchmarkFormatError(f"{root}: the curated layout needs a skill pool "
+                                   f"(`pool:` in the benchmarks file, or ${curated.POOL_ENV})")
+    try:
+        requests = [r for r in curated.load_requests(root) if r.split == split]
+        skills = curated_pool(pool)
+        curated.require_in_pool(requests, {s.id for s in skills}, str(pool))
+    except (curated.CuratedFormatError, curated.UnresolvedSkillIds) as exc:
+        raise BenchmarkFormatError(str(exc)) from exc
+    document = {s.id: (normalise_text(s.name), normalise_text(s.description), normalise_text(s.body)) for s in skills}
+    queries = []
+    for r in requests:
+        groups = with_identical_copies(r.groups, document)
+        queries.append(ExternalQuery(r.id, r.query, tuple(s for g in groups for s in g), (), groups, r.direction))
+    return skills, queries
+
+
 # --------------------------------------------------------------------------------------------- parsing
 def _records(path: Path) -> Iterator[tuple[str, dict]]:
     """(``path:line``, object) for every non-blank line; anything else raises naming the line."""
-    if not path.is_file():
-        raise BenchmarkFormatError(f"{path}: file not found")
-    try:
-        yield from json_objects(path)
-    except JsonlError as exc:
-        raise BenchmarkFormatError(str(exc)) from exc
+    return format_records(path, BenchmarkFormatError)
 
 
 def _string(rec: dict, key: str, where: str, required: bool = True) -> str:
@@ -238,6 +311,7 @@ def _resolve(queries: list[tuple[str, str, list[str], str]], skills: list[Extern
             raise BenchmarkFormatError(f"{where}: query id {qid!r} already used at {seen[qid]}")
         seen[qid] = where
         unique = list(dict.fromkeys(truth))
-        out.append(ExternalQuery(qid, text, tuple(s for s in unique if s in pool),
-                                 tuple(s for s in unique if s not in pool)))
+        present = tuple(s for s in unique if s in pool)
+        out.append(ExternalQuery(qid, text, present, tuple(s for s in unique if s not in pool),
+                                 singleton_groups(present)))
     return tuple(out)

@@ -9,9 +9,13 @@ import base64
 import html
 import io
 import re
+from collections.abc import Mapping
 
 import polars as pl
 
+#: below this many queries a table says it cannot rank systems: a 95% interval of a 0/1 metric then spans
+#: about ±18 points, wider than most differences between systems
+MIN_RANKING_QUERIES = 30
 HEADLINE = ("hit@1", "mrr@10", "ndcg@10", "recall@10", "fc@10", "comp@10", "set_compat")
 RECALL_KS = (5, 10, 15, 20, 50)
 ABLATIONS = (("A", "embedder:r3", "teacher-mined hard negative (deployed)"),
@@ -33,6 +37,7 @@ GLOSSARY = (
     ("p(·)", ("paired-bootstrap p-value of the difference to embedder:base on the same queries (small = unlikely "
               "to be chance); – for the base itself")),
     ("n_queries", "queries the numbers average over"),
+    ("x [a, b]", "mean x with its 95% bootstrap interval [a, b] (2,000 resamples of the queries)"),
 )
 DIRECTIONS = "direction = skill language → query language (en2zh: English skills, Chinese request)"
 
@@ -48,13 +53,52 @@ def headline_split(metrics: pl.DataFrame) -> str | None:
     return "test" if "test" in splits else (splits[0] if splits else None)
 
 
+def interval_cell(value: float | None, low: float | None, high: float | None) -> str:
+    """``45.2 [38.1, 52.3]`` in percent; ``–`` where the mean is undefined (set_compat without multi-skill queries)."""
+    if value is None or value != value:
+        return "–"
+    if low is None or low != low:
+        return f"{100 * value:.1f}"
+    return f"{100 * value:.1f} [{100 * low:.1f}, {100 * high:.1f}]"
+
+
+def _shown(df: pl.DataFrame, intervals: bool) -> pl.DataFrame:
+    """``value`` as a number, or (``intervals``) as the text cell with its 95% interval."""
+    if not intervals:
+        return df
+    return df.with_columns(value=pl.Series([interval_cell(v, lo, hi) for v, lo, hi in
+                                            df.select("value", "ci_low", "ci_high").iter_rows()], dtype=pl.Utf8))
+
+
+def slice_sizes(metrics: pl.DataFrame, split: str | None = None) -> dict[str, int]:
+    """Queries per slice of one split (or benchmark): what each figure of its tables averages over."""
+    split = split or headline_split(metrics)
+    return dict(metrics.filter(pl.col("split") == split).select("slice", "n_queries").unique("slice").iter_rows())
+
+
+def small_sample_note(sizes: Mapping[str, int]) -> str:
+    """A plain warning under a table when any of its columns averages fewer than ``MIN_RANKING_QUERIES`` queries."""
+    small = {name: n for name, n in sizes.items() if n < MIN_RANKING_QUERIES}
+    if not small:
+        return ""
+    where = ", ".join(f"{name.removeprefix('direction=')}: n={n}" for name, n in small.items())
+    return (f"**This table cannot rank systems** where it averages fewer than {MIN_RANKING_QUERIES} queries ({where}): "
+            "the intervals are too wide for a difference between systems to mean anything.")
+
+
+def with_note(table_markdown: str, sizes: Mapping[str, int]) -> str:
+    note = small_sample_note(sizes)
+    return f"{table_markdown}\n\n{note}" if note else table_markdown
+
+
 def metrics_table(metrics: pl.DataFrame, slice_name: str = "all", with_significance: bool = False,
-                  split: str | None = None) -> pl.DataFrame:
+                  split: str | None = None, intervals: bool = False) -> pl.DataFrame:
+    """Headline metrics per system; ``intervals`` turns each figure into ``value [95% interval]`` text."""
     split = split or headline_split(metrics)
     df = metrics.filter((pl.col("slice") == slice_name) & pl.col("metric").is_in(HEADLINE) & (pl.col("split") == split))
     if df.height == 0:
         return df
-    wide = df.pivot(on="metric", index=["system", "n_queries"], values="value")
+    wide = _shown(df, intervals).pivot(on="metric", index=["system", "n_queries"], values="value")
     out = wide.select(["system", "n_queries", *[m for m in HEADLINE if m in wide.columns]])
     if with_significance:
         sig = df.filter(pl.col("metric").is_in(["hit@1", "ndcg@10"])).pivot(
@@ -64,7 +108,8 @@ def metrics_table(metrics: pl.DataFrame, slice_name: str = "all", with_significa
     return out.sort("system")
 
 
-def breakdown_table(metrics: pl.DataFrame, metric: str, split: str | None = None) -> pl.DataFrame:
+def breakdown_table(metrics: pl.DataFrame, metric: str, split: str | None = None,
+                    intervals: bool = False) -> pl.DataFrame:
     """One metric, systems × slices (all, each direction, each set size k), slice sizes in the headers."""
     split = split or headline_split(metrics)
     df = metrics.filter((pl.col("metric") == metric) & (pl.col("split") == split))
@@ -72,30 +117,34 @@ def breakdown_table(metrics: pl.DataFrame, metric: str, split: str | None = None
         return df
     sizes = dict(df.select("slice", "n_queries").unique("slice").iter_rows())
     order = sorted(sizes, key=lambda s: (s != "all", not s.startswith("direction"), s))
-    wide = df.pivot(on="slice", index="system", values="value").select("system", *order)
+    wide = _shown(df, intervals).pivot(on="slice", index="system", values="value").select("system", *order)
     label = {s: s.removeprefix("direction=") for s in order}
     return wide.rename({s: f"{label[s]} (n={sizes[s]})" for s in order}).sort("system")
 
 
-def cutoff_table(metrics: pl.DataFrame, family: str, split: str | None = None) -> pl.DataFrame:
+def cutoff_table(metrics: pl.DataFrame, family: str, split: str | None = None, intervals: bool = False
+                 ) -> pl.DataFrame:
     """One metric family (ndcg, recall, fc, comp) at every cutoff K (R3: 5, 10, 15; SkillRouter: 10, 20, 50)."""
     split = split or headline_split(metrics)
     names = [f"{family}@{k}" for k in RECALL_KS]
     df = metrics.filter((pl.col("slice") == "all") & (pl.col("split") == split) & pl.col("metric").is_in(names))
     if df.height == 0:
         return df
-    wide = df.pivot(on="metric", index="system", values="value")
-    return wide.select("system", *[n for n in names if n in wide.columns]).sort("system")
+    wide = _shown(df, intervals).pivot(on="metric", index=["system", "n_queries"], values="value")
+    return wide.select("system", "n_queries", *[n for n in names if n in wide.columns]).sort("system")
 
 
-def ablation_table(metrics: pl.DataFrame) -> pl.DataFrame:
-    overall = metrics.filter((pl.col("slice") == "all") & (pl.col("split") == headline_split(metrics)))
+def ablation_table(metrics: pl.DataFrame, intervals: bool = False) -> pl.DataFrame:
+    overall = _shown(metrics.filter((pl.col("slice") == "all") & (pl.col("split") == headline_split(metrics))),
+                     intervals)
     rows = []
     for aid, system, what in ABLATIONS:
-        vals = {r["metric"]: r["value"] for r in overall.filter(pl.col("system") == system).to_dicts()}
+        part = overall.filter(pl.col("system") == system)
+        vals = {r["metric"]: r["value"] for r in part.to_dicts()}
         if vals:
-            rows.append({"id": aid, "system": system, "setting": what, "hit@1": vals.get("hit@1"),
-                         "ndcg@10": vals.get("ndcg@10"), "set_compat": vals.get("set_compat")})
+            rows.append({"id": aid, "system": system, "setting": what, "n_queries": part["n_queries"][0],
+                         "hit@1": vals.get("hit@1"), "ndcg@10": vals.get("ndcg@10"),
+                         "set_compat": vals.get("set_compat")})
     return pl.DataFrame(rows) if rows else pl.DataFrame()
 
 
@@ -116,10 +165,35 @@ def external_section(external: pl.DataFrame) -> str:
     parts = []
     for name in sorted(metrics["split"].unique().to_list()):
         version = metrics.filter(pl.col("split") == name)["data_version"][0]
-        parts.append(f"### {name} (data {version})\n\n"
-                     + to_markdown(metrics_table(metrics, with_significance=True, split=name)))
-    return ("Released benchmarks of others, each with its own skill pool and queries; every system ranks that "
-            "benchmark's whole pool.\n\n" + "\n\n".join(parts))
+        sizes = slice_sizes(metrics, name)
+        overall = with_note(to_markdown(metrics_table(metrics, with_significance=True, split=name, intervals=True)),
+                            {"all": sizes.get("all", 0)})
+        by_slice = "\n\n".join(
+            f"#### {metric} by direction and set size k\n\n"
+            + with_note(to_markdown(breakdown_table(metrics, metric, split=name, intervals=True)), sizes)
+            for metric in ("hit@1", "ndcg@10") if len(sizes) > 1)
+        parts.append(f"### {name} (data {version})\n\n{overall}" + (f"\n\n{by_slice}" if by_slice else ""))
+    return ("Benchmarks with a skill pool and queries of their own (releases of others, and `curated`: requests "
+            "this project's team wrote by hand over real skills); every system ranks that benchmark's whole pool, "
+            "and a ranked copy of a ground-truth skill counts as that skill.\n\n" + "\n\n".join(parts))
+
+
+def training_data_table(cards: Mapping[str, dict]) -> pl.DataFrame:
+    """Which queries trained each model and which picked its checkpoint, from the model cards.
+
+    ``cards``: system name (``embedder:r3``) → the model's ``skill_assets_card.json``."""
+    rows = []
+    for system, card in sorted(cards.items()):
+        data = card.get("training_data", {})
+        dropped = data.get("dropped_touching_curated_test", {})
+        rows.append({"model": system, "train queries": card.get("train_queries"),
+                     "from": ", ".join(f"{k} {v}" for k, v in data.get("train_sources", {}).items()) or "–",
+                     "checkpoint picked on": f"{card.get('dev_queries', 0)} queries of the "
+                                             f"{data.get('dev_source', 'held-out set')}, step "
+                                             f"{card.get('selected_step')} of {card.get('steps')}",
+                     "dropped (touch a curated test skill)": ", ".join(f"{k} {v}" for k, v in dropped.items()) or "–",
+                     "curated benchmark": data.get("curated", "–")})
+    return pl.DataFrame(rows) if rows else pl.DataFrame()
 
 
 def to_markdown(df: pl.DataFrame, percent: bool = True) -> str:
@@ -212,7 +286,7 @@ _STYLE = ("body{font-family:system-ui,sans-serif;max-width:1150px;margin:2em aut
           "code{background:#f3f3f3;padding:0 3px;border-radius:3px;font-size:90%}"
           "figure{margin:0.8em 0 1.5em}img{max-width:100%}figcaption{color:#555;font-size:13px}")
 _IMAGE = re.compile(r"^!\[(?P<caption>[^\]]*)\]\((?P<name>[^)]+)\)$")
-_NUMBER = re.compile(r"^[-+]?\d+(\.\d+)?$|^–$")
+_NUMBER = re.compile(r"^[-+]?\d+(\.\d+)?( \[[-+]?\d+(\.\d+)?, [-+]?\d+(\.\d+)?\])?$|^–$")
 
 
 def html_document(title: str, markdown_sections: list[tuple[str, str]], images: dict[str, bytes]) -> str:
@@ -238,8 +312,9 @@ def _figure(caption: str, png: bytes, name: str) -> str:
 
 
 def _inline(text: str) -> str:
-    """Escaped text with `code` spans."""
-    return re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(text))
+    """Escaped text with `code` spans and **bold** runs."""
+    return re.sub(r"\*\*([^*]+)\*\*", r"<strong>\1</strong>",
+                  re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(text)))
 
 
 def _markdown_block(text: str, images: dict[str, bytes] | None = None, used: set[str] | None = None) -> str:
@@ -272,8 +347,9 @@ def _markdown_block(text: str, images: dict[str, bytes] | None = None, used: set
         if image and image["name"] in images:
             used.add(image["name"])
             out.append(_figure(image["caption"], images[image["name"]], image["name"]))
-        elif line.startswith("### "):
-            out.append(f"<h3>{_inline(line[4:])}</h3>")
+        elif line.startswith(("### ", "#### ")):
+            level = line.index(" ")
+            out.append(f"<h{level}>{_inline(line[level + 1:])}</h{level}>")
         elif line.strip():
             out.append(f"<p>{_inline(line)}</p>")
     flush()

@@ -1,4 +1,4 @@
-"""Paired significance of one system against a baseline on per-query scores.
+"""Paired significance of one system against a baseline on per-query scores, and the interval of one mean.
 
 A paired bootstrap (resampling queries with replacement) of the mean difference; the two-sided
 p-value is twice the smaller tail share of resampled differences on either side of zero. Paired,
@@ -23,3 +23,19 @@ def paired_bootstrap(system: np.ndarray, baseline: np.ndarray, resamples: int = 
     means = diff[rng.integers(0, diff.size, size=(resamples, diff.size))].mean(axis=1)
     p = 2 * min((means <= 0).mean(), (means >= 0).mean())
     return float(diff.mean()), float(min(1.0, p))
+
+
+def bootstrap_interval(values: np.ndarray, resamples: int = 2000, seed: int = 0, level: float = 0.95
+                       ) -> tuple[float, float]:
+    """Percentile bootstrap interval of the mean over queries (NaN entries dropped); NaNs when none are left.
+
+    Shown beside every figure of the report, so a reader sees how far a mean over a few dozen
+    queries could move with another draw of queries of the same kind.
+    """
+    kept = values[np.isfinite(values)]
+    if kept.size == 0:
+        return float("nan"), float("nan")
+    rng = np.random.default_rng(seed)
+    means = kept[rng.integers(0, kept.size, size=(resamples, kept.size))].mean(axis=1)
+    tail = (1 - level) / 2
+    return float(np.quantile(means, tail)), float(np.quantile(means, 1 - tail))

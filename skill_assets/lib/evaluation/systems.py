@@ -17,7 +17,8 @@ from skill_assets.lib.common.embedding_cache import model_fingerprint
 from skill_assets.lib.common.metrics import mean_metrics, per_query_metrics
 from skill_assets.lib.common.retrieval import Ranking, bm25_rank, dense_rank, rerank
 from skill_assets.lib.common.skill_text import ENCODER_CAPS, RERANKER_CAPS, skill_document
-from skill_assets.lib.evaluation.significance import paired_bootstrap
+from skill_assets.lib.evaluation.significance import bootstrap_interval, paired_bootstrap
+from skill_assets.lib.evaluation.skill_groups import Groups, collapse_rankings
 
 BASE_SYSTEM = "embedder:base"
 
@@ -69,23 +70,30 @@ def run_rows(runs: dict[str, SystemRun], query_ids: Sequence[str], **fixed) -> l
 
 
 def query_slices(queries: Sequence[dict], fields: Sequence[str]) -> dict[str, np.ndarray]:
-    """Boolean masks over ``queries``: ``all`` plus ``<field>=<value>`` for every value of each field."""
+    """Boolean masks over ``queries``: ``all`` plus ``<field>=<value>`` for every value of each field
+    (null values, a field the benchmark does not record, make no slice)."""
     slices = {"all": np.ones(len(queries), dtype=bool)}
     for field in fields:
-        for value in sorted({q[field] for q in queries}):
+        for value in sorted({q[field] for q in queries} - {None}):
             slices[f"{field}={value}"] = np.array([q[field] == value for q in queries])
     return slices
 
 
-def metric_rows(rankings: dict[str, list[list[str]]], relevant: Sequence[set[str]], slices: dict[str, np.ndarray],
+def metric_rows(rankings: dict[str, list[list[str]]], truth: Sequence[Groups], slices: dict[str, np.ndarray],
                 base_system: str = BASE_SYSTEM) -> list[dict]:
-    """Mean of every metric per system and slice, with the paired-bootstrap difference to ``base_system``.
+    """Mean of every metric per system and slice, its 95% bootstrap interval, and the paired-bootstrap
+    difference to ``base_system``.
 
-    All rankings are over the same queries, in the order of ``relevant``; a query a system did not
-    answer has an empty ranking (and scores zero). Rows: system, slice, metric, value, n_queries,
-    delta_vs_base, p_value_vs_base.
+    All rankings are over the same queries, in the order of ``truth`` (each query's ground truth
+    as groups of interchangeable skills; ``singleton_groups`` where a benchmark names no copies);
+    rankings are collapsed onto the groups first (``skill_groups``). A query a system did not
+    answer has an empty ranking (and scores zero). Rows: system, slice, metric, value, ci_low,
+    ci_high, n_queries, delta_vs_base, p_value_vs_base.
     """
-    per_query = {system: per_query_metrics(r, list(relevant)) for system, r in rankings.items()}
+    per_query = {}
+    for system, ranked in rankings.items():
+        collapsed, relevant = collapse_rankings(ranked, truth)
+        per_query[system] = per_query_metrics(collapsed, relevant)
     base = per_query.get(base_system)
     rows = []
     for system in sorted(per_query):
@@ -94,6 +102,8 @@ def metric_rows(rankings: dict[str, list[list[str]]], relevant: Sequence[set[str
             for metric, mean in mean_metrics(values).items():
                 delta, p = (paired_bootstrap(values[metric], base[metric][mask])
                             if base is not None and system != base_system else (None, None))
-                rows.append({"system": system, "slice": name, "metric": metric, "value": mean,
-                             "n_queries": int(mask.sum()), "delta_vs_base": delta, "p_value_vs_base": p})
+                low, high = bootstrap_interval(values[metric])
+                rows.append({"system": system, "slice": name, "metric": metric, "value": mean, "ci_low": low,
+                             "ci_high": high, "n_queries": int(mask.sum()),
+                             "delta_vs_base": delta, "p_value_vs_base": p})
     return rows

@@ -25,6 +25,7 @@ from skill_assets.lib.common.hashing import digest
 from skill_assets.lib.common.metrics import mean_metrics, per_query_metrics
 from skill_assets.lib.common.retrieval import bm25_rank, dense_rank, rerank
 from skill_assets.lib.common.skill_text import ENCODER_CAPS, RERANKER_CAPS, skill_document
+from skill_assets.lib.evaluation.skill_groups import collapse_rankings, singleton_groups
 from skill_assets.lib.training.embedder_training import build_loss as embedder_loss
 from skill_assets.lib.training.embedder_training import (
     embedder_batch_loss,
@@ -111,7 +112,12 @@ def dev_slice(queries: list[dict], fraction: float, seed: int) -> tuple[list[dic
 
 
 def _ndcg10(rankings: list[list[str]], queries: list[dict]) -> float:
-    return mean_metrics(per_query_metrics(rankings, [set(q["skill_ids"]) for q in queries], (10,)))["ndcg@10"]
+    """Held-out NDCG@10; a query that names copies (``skill_groups``, the curated dev split) is scored on its
+    groups, as the evaluation stage scores it."""
+    groups = [tuple(map(tuple, q["skill_groups"])) if q.get("skill_groups") else singleton_groups(q["skill_ids"])
+              for q in queries]
+    collapsed, relevant = collapse_rankings(rankings, groups)
+    return mean_metrics(per_query_metrics(collapsed, relevant, (10,)))["ndcg@10"]
 
 
 RERANK_DEPTH = 20  # the first-stage candidates a reranker rescores (both papers)
@@ -142,12 +148,16 @@ def model_card(card: dict) -> str:
              "tags": ["skill-routing", "skill-assets", f"variant-{card['name']}"]}
     rows = "\n".join(f"| `{k}` | {json.dumps(v, default=str)} |" for k, v in card.items())
     selected = card.get("selected_step")
-    selection = (f"Weights of step {selected} of {card['steps']}, the best NDCG@10 on {card['dev_queries']} held-out "
-                 "training queries (step 0 is the base model)." if selected is not None
+    data = card.get("training_data", {})
+    sources = ", ".join(f"{k}: {v}" for k, v in data.get("train_sources", {}).items())
+    seen = f" Trained on {card['train_queries']} queries ({sources})." if sources else ""
+    dev_source = data.get("dev_source", "held-out set")
+    selection = (f"Weights of step {selected} of {card['steps']}, the best NDCG@10 on {card['dev_queries']} queries of "
+                 f"the {dev_source} (step 0 is the base model)." if selected is not None
                  else "No held-out queries: the weights after the last step.")
     return (f"---\n{json.dumps(front)}\n---\n\n# skill-assets {card['kind']}: `{card['name']}`\n\n"
             f"The {card['kind']} of skill-assets for routing requests to agent skills, fine-tuned from `{card['base_model']}` with "
-            f"`{card['loss']}` (ablation {card['ablation']}). {selection}\n\n| field | value |\n|---|---|\n{rows}\n")
+            f"`{card['loss']}` (ablation {card['ablation']}).{seen} {selection}\n\n| field | value |\n|---|---|\n{rows}\n")
 
 
 def _train_and_save(model, batches: list, step_loss: Callable, learning_rate: float, settings: TrainingSettings,

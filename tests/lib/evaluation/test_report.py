@@ -2,7 +2,6 @@
 import numpy as np
 import polars as pl
 
-from skill_assets.lib.common.metrics import mean_metrics, per_query_metrics
 from skill_assets.lib.evaluation.report import (
     ablation_table,
     breakdown_table,
@@ -13,26 +12,27 @@ from skill_assets.lib.evaluation.report import (
     metrics_table,
     mteb_results,
     recall_curve_plot,
+    small_sample_note,
     taxonomy_plot,
     to_markdown,
+    training_data_table,
 )
+from skill_assets.lib.evaluation.skill_groups import singleton_groups
+from skill_assets.lib.evaluation.systems import metric_rows
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
 
-def _metrics() -> pl.DataFrame:
+def _metrics(n_queries: int = 20) -> pl.DataFrame:
+    """benchmark_metrics rows as the evaluation stage computes them, over random rankings."""
     rng = np.random.default_rng(0)
     docs = [f"d{i}" for i in range(60)]
-    relevant = [set(rng.choice(docs, size=rng.integers(1, 4), replace=False)) for _ in range(20)]
-    rows = []
-    for system in ("bm25", "embedder:base", "embedder:r3", "reranker:r3", "reranker:r3-noskip"):
-        rankings = [list(rng.permutation(docs)) for _ in relevant]
-        for slice_name, mask in (("all", slice(None)), ("k=1", slice(0, 10))):
-            means = mean_metrics({m: v[mask] for m, v in per_query_metrics(rankings, relevant).items()})
-            rows += [{"system": system, "split": "test", "slice": slice_name, "metric": m, "value": v, "n_queries": 20,
-                      "delta_vs_base": 0.01, "p_value_vs_base": 0.5, "data_version": "d1", "code_version": "c1"}
-                     for m, v in means.items()]
-    return pl.DataFrame(rows)
+    truth = [singleton_groups(rng.choice(docs, size=rng.integers(1, 4), replace=False)) for _ in range(n_queries)]
+    rankings = {system: [list(rng.permutation(docs)) for _ in truth]
+                for system in ("bm25", "embedder:base", "embedder:r3", "reranker:r3", "reranker:r3-noskip")}
+    slices = {"all": np.ones(n_queries, dtype=bool), "k=1": np.arange(n_queries) < n_queries // 2}
+    return pl.DataFrame([{**row, "split": "test", "data_version": "d1", "code_version": "c1"}
+                         for row in metric_rows(rankings, truth, slices)])
 
 
 def test_tables_plots_html_and_mteb():
@@ -56,9 +56,9 @@ def test_tables_plots_html_and_mteb():
 def test_breakdowns_cutoffs_and_html_a_reader_can_follow():
     metrics = _metrics()
     by_slice = breakdown_table(metrics, "hit@1")
-    assert by_slice.columns == ["system", "all (n=20)", "k=1 (n=20)"] and by_slice.height == 5
+    assert by_slice.columns == ["system", "all (n=20)", "k=1 (n=10)"] and by_slice.height == 5
     cutoffs = cutoff_table(metrics, "recall")
-    assert cutoffs.columns == ["system", "recall@5", "recall@10", "recall@15", "recall@20", "recall@50"]
+    assert cutoffs.columns == ["system", "n_queries", "recall@5", "recall@10", "recall@15", "recall@20", "recall@50"]
     assert (cutoffs["recall@50"] >= cutoffs["recall@5"]).all()  # recall never falls as K grows
     png = metric_plot(metrics_table(metrics))
     page = html_document("r", [("Read me", glossary()),
@@ -80,8 +80,40 @@ def test_external_benchmarks_get_a_table_each_and_their_own_mteb_task():
                           one.with_columns(benchmark=pl.lit("demo-r3"), data_version=pl.lit("v-r3"))])
     text = external_section(external)
     assert text.index("### demo-r3 (data v-r3)") < text.index("### skillret (data v-sr)")
-    assert text.count("| embedder:r3 |") == 2 and "p(ndcg@10)" in text
+    # per benchmark: the overall table, then hit@1 and ndcg@10 by slice, each saying n=20 cannot rank systems
+    assert text.count("| embedder:r3 |") == 6 and "p(ndcg@10)" in text and text.count("cannot rank systems") == 6
     mteb = mteb_results(as_splits(external).filter(pl.col("split") == "skillret"), "v-sr", "c1",
                         task_name="SkillRouting-skillret")
     assert mteb["embedder:r3"]["task_name"] == "SkillRouting-skillret"
     assert {e["hf_subset"] for e in mteb["embedder:r3"]["scores"]["skillret"]} == {"all", "k=1"}
+
+
+def test_every_figure_carries_its_interval_and_small_tables_say_they_cannot_rank():
+    small, large = _metrics(20), _metrics(60)
+    table = metrics_table(large, with_significance=True, intervals=True)
+    cell = table.filter(pl.col("system") == "bm25")["hit@1"][0]
+    value, low, high = (float(x) for x in cell.replace("[", "").replace("]", "").replace(",", "").split())
+    assert low <= value <= high and high - low > 0  # percent, with a real spread over 60 random rankings
+    assert table["n_queries"].to_list() == [60] * 5
+    for rows in (cutoff_table(large, "ndcg", intervals=True), ablation_table(large, intervals=True),
+                 breakdown_table(large, "ndcg@10", intervals=True)):
+        assert all("[" in str(c) for c in rows.row(0)[-1:])
+    assert small_sample_note({"all": 60, "direction=en2zh": 45}) == ""
+    note = small_sample_note({"all": 60, "direction=zh2zh": 12})
+    assert "cannot rank systems" in note and "zh2zh: n=12" in note and "all" not in note.split("(")[1]
+    page = html_document("r", [("Overall", to_markdown(metrics_table(small, intervals=True)) + "\n\n"
+                                + small_sample_note({"all": 20}))], {})
+    assert "<strong>This table cannot rank systems</strong>" in page and "<td class='num'>" in page
+
+
+def test_training_data_table_says_which_queries_each_model_saw():
+    cards = {"embedder:r3": {"train_queries": 300, "dev_queries": 48, "selected_step": 20, "steps": 40,
+                             "training_data": {"train_sources": {"pipeline": 12, "curated_train": 288},
+                                               "dev_source": "curated dev split", "curated": "used (data abc)",
+                                               "dropped_touching_curated_test": {"pipeline_train": 3}}},
+             "reranker:r3": {"train_queries": 12, "dev_queries": 1, "selected_step": 0, "steps": 2}}
+    table = training_data_table(cards)
+    first = table.row(0, named=True)
+    assert first["from"] == "pipeline 12, curated_train 288" and "48 queries of the curated dev split" in \
+        first["checkpoint picked on"] and first["dropped (touch a curated test skill)"] == "pipeline_train 3"
+    assert table.row(1, named=True)["from"] == "–"

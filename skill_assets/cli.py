@@ -16,7 +16,7 @@ from pathlib import Path
 
 import yaml
 
-from skill_assets.router.cli import add_route_parser, run_route
+from skill_assets.router.cli import add_route_parser, add_serve_parser
 
 DEFAULT_PARTITION = "r3"
 
@@ -133,11 +133,12 @@ def main(argv: list[str] | None = None) -> int:
     s = sub.add_parser("sql", help="run a SQL file against the store (read-only) and print the result")
     s.add_argument("file")
     add_route_parser(sub)
+    add_serve_parser(sub)
     args = parser.parse_args(argv)
     if args.command == "materialize":
         return materialize(args.select, args.config, args.partition)
-    if args.command == "route":
-        return run_route(args)
+    if args.command in ("route", "serve"):
+        return args.func(args)
     return run_sql(args.file)
 
 

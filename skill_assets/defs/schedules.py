@@ -25,8 +25,9 @@ weekly_benchmark_rebuild = dg.ScheduleDefinition(
 )
 
 
-#: read when present, never waited for: external benchmarks are optional partitions a user adds
-OPTIONAL_PARENTS = dg.AssetSelection.assets("external_metrics")
+#: read when present, never waited for: external benchmarks are optional partitions a user adds; the router
+#: fusion is fitted by hand like the models (evaluation scores the newest one)
+OPTIONAL_PARENTS = dg.AssetSelection.assets("external_metrics", "router_fusion")
 
 
 def follow_upstream(spec: dg.AssetSpec) -> dg.AssetSpec:

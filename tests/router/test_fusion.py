@@ -3,42 +3,21 @@
 import os
 
 import numpy as np
-import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from skill_assets.router import Router, load_pool  # noqa: E402
-from skill_assets.router.benchmark_requests import mean_group_metrics, read_requests  # noqa: E402
+from skill_assets.router import Router  # noqa: E402
+from skill_assets.router.benchmark_requests import mean_group_metrics  # noqa: E402
 from skill_assets.router.fusion import GRID, PAIRS  # noqa: E402
-from skill_assets.router.fusion_training import ranked, save_router_model, train_fusion  # noqa: E402
+from skill_assets.router.fusion_training import ranked  # noqa: E402
 from skill_assets.router.registry import bundled_minilm, load_fusion  # noqa: E402
 from skill_assets.router.selection import SelectionCut, set_scores  # noqa: E402
 from skill_assets.router.signals import SIGNALS  # noqa: E402
-from skill_assets.router.systems import top_rankings  # noqa: E402
-from tests.router.bilingual_pool import write_pool, write_requests  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def toy(tmp_path_factory):
-    root = tmp_path_factory.mktemp("toy")
-    skills, rejected = load_pool(write_pool(root / "pool"))
-    assert not rejected
-    router = Router(bundled_minilm(), cache_dir=root / "cache", signals=SIGNALS)
-    router.index(skills)
-    requests = read_requests(write_requests(root / "requests.jsonl"))
-    seen: list[str] = []
-
-    def candidates_of(queries):
-        seen.extend(queries)
-        return router.candidates(queries)
-
-    fitted = train_fusion(candidates_of, router.ids, requests, SIGNALS, router.is_copy, depth=50,
-                          data_source="toy", folds=3)
-    return router, requests, fitted, seen, root
+from skill_assets.router.search import top_k_rows  # noqa: E402
 
 
 def test_fusion_is_fitted_on_train_chosen_on_dev_and_never_reads_test(toy):
-    router, requests, fitted, seen, _ = toy
+    router, requests, fitted, seen, _, _ = toy
     test_queries = {r.query for r in requests if r.split == "test"}
     assert test_queries and not test_queries & set(seen)
     card = fitted.card
@@ -53,19 +32,18 @@ def test_fusion_is_fitted_on_train_chosen_on_dev_and_never_reads_test(toy):
 
 
 def test_fusion_crosses_languages_where_bm25_cannot(toy):
-    router, requests, fitted, _, _ = toy
+    router, requests, fitted, _, _, _ = toy
     cross = [r for r in requests if r.split != "test" and r.direction in ("en2zh", "zh2en")]
     queries = [r.query for r in cross]
     fused = mean_group_metrics(ranked(fitted.model, router.candidates(queries), router.ids)[0], cross)
-    bm25 = mean_group_metrics([[s for s, _ in r] for r in top_rankings(router.signal_scores(queries)["bm25"],
+    bm25 = mean_group_metrics([[s for s, _ in r] for r in top_k_rows(router.signal_scores(queries)["bm25"],
                                                                           router.ids, 10)], cross)
     assert fused["hit@1"] >= 0.8
     assert fused["hit@1"] > bm25["hit@1"]
 
 
 def test_saved_model_loads_back_and_routes_with_signals_and_selection(toy):
-    router, requests, fitted, _, root = toy
-    folder = save_router_model(fitted, root / "model")
+    router, requests, fitted, _, folder, root = toy
     model, cut = load_fusion(folder)
     assert cut == fitted.cut
     c = router.candidates([requests[0].query])[0]

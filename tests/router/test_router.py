@@ -215,8 +215,9 @@ def test_cli_writes_run_file(tmp_path, pool_dir, minilm, cache_dir, capsys):
     lines = [json.loads(line) for line in out.read_text().splitlines()]
     assert [line["id"] for line in lines] == ["q1", 2]
     for line in lines:
-        assert set(line) == {"id", "ranking"} and len(line["ranking"]) == 3
-        assert all(set(item) == {"skill_id", "score"} for item in line["ranking"])
+        assert set(line) == {"id", "ranking", "selected"} and len(line["ranking"]) == 3
+        assert all(set(item) == {"skill_id", "score", "signals"} for item in line["ranking"])
+        assert line["selected"] == [line["ranking"][0]["skill_id"]]  # no fusion model: no cut learned, the first
         scores = [item["score"] for item in line["ranking"]]
         assert scores == sorted(scores, reverse=True)
     assert lines[0]["ranking"][0]["skill_id"] == "devops/docker-compose-networking"
@@ -230,8 +231,8 @@ def test_cli_single_query_table(pool_dir, minilm, cache_dir, capsys):
                      "--reranker", "none", "--cache-dir", str(cache_dir), "--top-k", "2"])
     assert rc == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].split() == ["rank", "skill_id", "score", "name"]
-    assert lines[2].split()[:2] == ["1", "devops/docker-compose-networking"]
+    assert lines[0].split() == ["rank", "load", "skill_id", "score", "name"]
+    assert lines[2].split()[:3] == ["1", "*", "devops/docker-compose-networking"]
     assert lines[2].split()[-1] == "docker-compose-networking" and len(lines) == 4
 
 
@@ -296,7 +297,7 @@ def test_registered_reranker_is_skipped_when_the_store_scores_it_below_its_first
     assert evidence.helps is False and "0.450 reranked vs 0.725 first stage over 40 queries (demo, test)" in evidence.reason
     said = []
     assert Router.from_store(db_path=db, log=said.append).reranker_path is None
-    assert "not used" in said[0] and str(rr) in said[0]
+    assert any("not used" in msg and str(rr) in msg for msg in said)
     assert Router.from_store(db_path=db, reranker=str(rr)).reranker_path == str(rr)  # explicit always wins
 
 

@@ -68,7 +68,8 @@ def selection_report(router: Router, fused: list[list[str]], fused_scores: list[
                 kept.append(sid)
         return kept
 
-    picks = {"selected": [router.selection.select(r, s, router.is_copy) for r, s in zip(fused, fused_scores)],
+    picks = {"selected": [router.selection.select(r, s, router.is_copy, q.query)
+                          for r, s, q in zip(fused, fused_scores, requests)],
              **{f"fixed_k{k}": [first_k(r, k) for r in fused] for k in (1, 2, 3)},
              "oracle_k": [first_k(r, q.k) for r, q in zip(fused, requests)]}
     out = {}

@@ -1,8 +1,8 @@
 """Fit the fusion model and the selection cut on a benchmark's train split, choose on dev, save with a card.
 
 Every grid entry (``fusion.GRID``: linear regularisation strengths, LambdaRank sizes) is fitted on
-the train requests and scored on dev (mean of Hit@1, NDCG@10 and FC@10, ground-truth groups as the
-relevant units); the best is refitted on all of train. The selection cut is calibrated on
+the train requests and scored on dev (mean of Hit@1, NDCG@10, FC@10 and Set-Compat, ground-truth
+groups as the relevant units); the best is refitted on all of train. The selection cut is calibrated on
 out-of-fold fused scores of the train requests (each fold scored by a model fitted on the others),
 so its probabilities are those of requests the model has not seen. The test split is never read.
 """
@@ -20,10 +20,10 @@ from skill_assets.lib.common.hashing import digest
 from skill_assets.router.benchmark_requests import Request, mean_group_metrics
 from skill_assets.router.fusion import GRID, Candidates, FusionModel, feature_names, fit
 from skill_assets.router.registry import SELECTION_FILE
-from skill_assets.router.selection import DEFAULT_CAP, SelectionCut, fit_cut, platt, set_scores
+from skill_assets.router.selection import DEFAULT_CAP, SelectionCut, fit_cut, set_scores
 
 #: what "best on dev" means
-DEV_OBJECTIVE = ("hit@1", "ndcg@10", "fc@10")
+DEV_OBJECTIVE = ("hit@1", "ndcg@10", "fc@10", "set_compat")
 
 
 @dataclass
@@ -51,7 +51,8 @@ def ranked(model: FusionModel, cands: Sequence[Candidates], ids: Sequence[str]
 
 
 def objective(metrics: dict[str, float]) -> float:
-    return float(np.mean([metrics[m] for m in DEV_OBJECTIVE]))
+    """Mean of the target metrics; Set-Compat counts only when the split has multi-skill requests."""
+    return float(np.nanmean([metrics[m] for m in DEV_OBJECTIVE]))
 
 
 def train_fusion(candidates_of: Callable[[list[str]], list[Candidates]], ids: Sequence[str],
@@ -92,15 +93,13 @@ def train_fusion(candidates_of: Callable[[list[str]], list[Candidates]], ids: Se
         held = [i for i in range(len(train)) if fold_of[i] == f]
         for i, r, s in zip(held, *ranked(model, [cands_train[i] for i in held], ids)):
             oof_ids[i], oof_scores[i] = r, s
-    flat_scores = np.concatenate([s[:10] for s in oof_scores])
-    flat_labels = np.concatenate([[sid in q.relevant for sid in r[:10]] for r, q in zip(oof_ids, train)]).astype(int)
-    a, b = platt(flat_scores, flat_labels) if 0 < flat_labels.sum() < len(flat_labels) else (1.0, 0.0)
-    cut = fit_cut(oof_ids, oof_scores, [q.groups for q in train], is_copy, a, b, cap)
+    cut = fit_cut(oof_ids, oof_scores, [q.groups for q in train], [q.query for q in train], is_copy, cap)
 
     model = fit(kind, params, cands_train, y_train, signals, depth)
     dev_ids, dev_scores = ranked(model, cands_dev, ids)
     dev_metrics = mean_group_metrics(dev_ids, dev)
-    dev_sets = np.array([set_scores(cut.select(r, s, is_copy), q.groups) for r, s, q in zip(dev_ids, dev_scores, dev)])
+    dev_sets = np.array([set_scores(cut.select(r, s, is_copy, q.query), q.groups)
+                         for r, s, q in zip(dev_ids, dev_scores, dev)])
     card = {
         "kind": kind, "params": params, "signals": list(signals), "features": feature_names(signals),
         "language_pairs": "<skill language>2<query language>",

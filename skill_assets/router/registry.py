@@ -57,4 +57,4 @@ def load_fusion(directory: str | Path):
     if not directory.is_dir():
         raise FileNotFoundError(f"fusion model folder {directory} does not exist")
     cut = directory / SELECTION_FILE
-    return FusionModel.load(directory), (SelectionCut(**json.loads(cut.read_text())) if cut.is_file() else None)
+    return FusionModel.load(directory), (SelectionCut.from_dict(json.loads(cut.read_text())) if cut.is_file() else None)

@@ -328,7 +328,7 @@ class Router:
                                                 "fused": round(float(fused[j]), 6)})
                        for sid, score, j in ranked[:top_k]]
             selected = self.selection.select([sid for sid, _, _ in ranked], [fused_of[sid] for sid, _, _ in ranked],
-                                             self.is_copy, cap)
+                                             self.is_copy, query, cap)
             out.append(RoutedRequest(ranking, selected))
         return out
 

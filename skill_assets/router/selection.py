@@ -1,56 +1,87 @@
 """How many skills to load: a calibrated cut on the fused scores, learned on a benchmark's train split.
 
-An agent needs to know whether to load one skill or three. The fused score of each ranked skill
-is turned into a probability of being needed (Platt scaling fitted on train requests the fusion
-model did not see: out-of-fold scores), and the top of the ranking is kept while that probability
-stays above ``tau_abs`` and above ``tau_rel`` times the first skill's, from 1 up to ``cap``. A
-skill that is a copy of one already kept (another repository's copy: documents with cosine
-≥ ``copy_cosine``) is passed over, since loading it twice helps nobody. The two thresholds are
-chosen on train to maximise the mean set F1 against the ground-truth groups.
+An agent needs to know whether to load one skill or three. The first skill of the fused ranking
+is always selected; the next ones (up to ``cap``) are kept while a small logistic model says the
+skill probably serves a need the kept ones do not, and the cut stops at the first one it rejects.
+Its features: the fused score calibrated to a probability of relevance (Platt scaling), the gap to
+the first skill's and to the previous one's fused score, and how long the request is (in log
+characters and sentences: a request that asks for three things is longer than one that asks for
+one). It is fitted on out-of-fold fused rankings of the train requests (each fold ranked by a
+fusion fitted on the others), and its threshold is the one with the best mean set F1 there. A
+skill that is a copy of one already kept (another repository's copy: documents with cosine ≥
+``copy_cosine``) is passed over, since loading it twice helps nobody.
 """
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
 DEFAULT_CAP = 3
 COPY_COSINE = 0.97
+_SENTENCE = re.compile(r"[.!?。！？；;\n]+")
+FEATURES = ("calibrated_logit", "gap_to_first", "gap_to_previous", "log_chars", "log_sentences")
+
+
+def request_shape(query: str) -> tuple[float, float]:
+    """(log characters, log sentences) of a request."""
+    return math.log1p(len(query)), math.log1p(len([s for s in _SENTENCE.split(query) if s.strip()]))
 
 
 @dataclass(frozen=True)
 class SelectionCut:
-    a: float = 1.0          # Platt scaling: p = sigmoid(a * score + b)
+    a: float = 1.0          # Platt scaling of the fused score: logit = a * score + b
     b: float = 0.0
-    tau_abs: float = 0.5
-    tau_rel: float = 0.0
+    weights: tuple[float, ...] = field(default_factory=lambda: (1.0, 0.0, 0.0, 0.0, 0.0))  # over FEATURES
+    intercept: float = 0.0
+    threshold: float = 0.5
     cap: int = DEFAULT_CAP
     copy_cosine: float = COPY_COSINE
 
-    def probabilities(self, scores: np.ndarray) -> np.ndarray:
-        return 1.0 / (1.0 + np.exp(-(self.a * np.asarray(scores, dtype=np.float64) + self.b)))
+    def candidates(self, ranked: Sequence[str], scores: Sequence[float], is_copy: Callable[[str, str], bool],
+                   cap: int) -> tuple[list[str], np.ndarray]:
+        """(the first skill and the next ``cap - 1`` that are not copies of an earlier one, their fused scores)."""
+        kept, kept_scores = [], []
+        for sid, s in zip(ranked, scores):
+            if len(kept) == cap:
+                break
+            if not any(is_copy(sid, k) for k in kept):
+                kept.append(sid)
+                kept_scores.append(float(s))
+        return kept, np.asarray(kept_scores)
+
+    def features(self, scores: np.ndarray, query: str) -> np.ndarray:
+        """One row per position 2..len(scores): the model's inputs for keeping that skill."""
+        shape = request_shape(query)
+        return np.array([[self.a * scores[i] + self.b, scores[0] - scores[i], scores[i - 1] - scores[i], *shape]
+                         for i in range(1, len(scores))], dtype=np.float64).reshape(-1, len(FEATURES))
+
+    def keep_probabilities(self, scores: np.ndarray, query: str) -> np.ndarray:
+        z = self.features(scores, query) @ np.asarray(self.weights) + self.intercept
+        return 1.0 / (1.0 + np.exp(-z))
 
     def select(self, ranked: Sequence[str], scores: Sequence[float], is_copy: Callable[[str, str], bool],
-               cap: int | None = None) -> list[str]:
+               query: str, cap: int | None = None) -> list[str]:
         """The skills to load, from a ranking best first with its fused scores (always at least the first)."""
-        cap = cap or self.cap
-        if not ranked:
+        kept, kept_scores = self.candidates(ranked, scores, is_copy, cap or self.cap)
+        if not kept:
             return []
-        p = self.probabilities(np.asarray(scores[: 4 * cap]))
-        chosen = [ranked[0]]
-        for sid, pi in zip(ranked[1 : 4 * cap], p[1:]):
-            if len(chosen) >= cap:
+        n = 1
+        for p in self.keep_probabilities(kept_scores, query):
+            if p < self.threshold:
                 break
-            if any(is_copy(sid, c) for c in chosen):
-                continue
-            if pi < self.tau_abs or pi < self.tau_rel * p[0]:
-                break
-            chosen.append(sid)
-        return chosen
+            n += 1
+        return kept[:n]
 
     def as_dict(self) -> dict:
-        return asdict(self)
+        return {**asdict(self), "weights": list(self.weights), "features": list(FEATURES)}
+
+    @classmethod
+    def from_dict(cls, body: dict) -> SelectionCut:
+        return cls(**{k: (tuple(v) if k == "weights" else v) for k, v in body.items() if k != "features"})
 
 
 def set_scores(selected: Sequence[str], groups: Sequence[Sequence[str]]) -> tuple[float, float]:
@@ -73,13 +104,33 @@ def platt(scores: np.ndarray, labels: np.ndarray) -> tuple[float, float]:
 
 
 def fit_cut(ranked: Sequence[Sequence[str]], scores: Sequence[np.ndarray], groups: Sequence[Sequence[Sequence[str]]],
-            is_copy: Callable[[str, str], bool], a: float, b: float, cap: int = DEFAULT_CAP) -> SelectionCut:
-    """The thresholds with the best mean set F1 over the given requests (ties: the smaller thresholds)."""
-    best, best_f1 = SelectionCut(a, b, 1.0, 0.0, cap), -1.0
-    for tau_abs in np.round(np.arange(0.02, 1.0, 0.02), 2):
-        for tau_rel in np.round(np.arange(0.0, 1.01, 0.1), 1):
-            cut = SelectionCut(a, b, float(tau_abs), float(tau_rel), cap)
-            f1 = np.mean([set_scores(cut.select(r, s, is_copy), g)[1] for r, s, g in zip(ranked, scores, groups)])
-            if f1 > best_f1 + 1e-12:
-                best, best_f1 = cut, float(f1)
+            queries: Sequence[str], is_copy: Callable[[str, str], bool], cap: int = DEFAULT_CAP) -> SelectionCut:
+    """Platt scaling of the top-10 fused scores, the keep model over positions 2..cap (label: the skill covers a
+    ground-truth group the skills above it do not), and the threshold with the best mean set F1."""
+    from sklearn.linear_model import LogisticRegression
+
+    top_scores = np.concatenate([s[:10] for s in scores])
+    top_labels = np.concatenate([[any(sid in g for g in gs) for sid in r[:10]] for r, gs in zip(ranked, groups)])
+    a, b = platt(top_scores, top_labels.astype(int)) if 0 < top_labels.sum() < len(top_labels) else (1.0, 0.0)
+    base = SelectionCut(a, b, cap=cap)
+    per_request = [base.candidates(r, s, is_copy, cap) for r, s in zip(ranked, scores)]
+    x, y = [], []
+    for (kept, kept_scores), gs, query in zip(per_request, groups, queries):
+        covered = {i for i, g in enumerate(gs) if kept and kept[0] in g}
+        for pos, row in zip(range(1, len(kept)), base.features(kept_scores, query)):
+            new = {i for i, g in enumerate(gs) if kept[pos] in g} - covered
+            x.append(row)
+            y.append(int(bool(new)))
+            covered |= new
+    if len(set(y)) < 2:  # nothing to learn: never (or always) a second need on train
+        return SelectionCut(a, b, threshold=1.0 if not any(y) else 0.0, cap=cap)
+    model = LogisticRegression(C=1.0, max_iter=2000).fit(np.asarray(x), np.asarray(y))
+    fitted = SelectionCut(a, b, tuple(float(w) for w in model.coef_[0]), float(model.intercept_[0]), cap=cap)
+    best, best_f1 = fitted, -1.0
+    for threshold in np.round(np.arange(0.05, 0.96, 0.05), 2):
+        cut = SelectionCut(a, b, fitted.weights, fitted.intercept, float(threshold), cap)
+        f1 = float(np.mean([set_scores(cut.select(r, s, is_copy, q), g)[1]
+                            for r, s, g, q in zip(ranked, scores, groups, queries)]))
+        if f1 > best_f1 + 1e-12:
+            best, best_f1 = cut, f1
     return best

@@ -11,7 +11,7 @@ from skill_assets.router.benchmark_requests import mean_group_metrics  # noqa: E
 from skill_assets.router.fusion import GRID, PAIRS  # noqa: E402
 from skill_assets.router.fusion_training import ranked  # noqa: E402
 from skill_assets.router.registry import bundled_minilm, load_fusion  # noqa: E402
-from skill_assets.router.selection import SelectionCut, set_scores  # noqa: E402
+from skill_assets.router.selection import SelectionCut, fit_cut, set_scores  # noqa: E402
 from skill_assets.router.signals import SIGNALS  # noqa: E402
 from skill_assets.router.search import top_k_rows  # noqa: E402
 
@@ -59,13 +59,26 @@ def test_saved_model_loads_back_and_routes_with_signals_and_selection(toy):
         (r.skill_id, r.score) for r in routed.ranking]
 
 
-def test_selection_cut_counts_a_group_once_and_skips_copies():
-    cut = SelectionCut(a=1.0, b=0.0, tau_abs=0.5, tau_rel=0.0, cap=3)
+def test_selection_cut_keeps_while_the_keep_model_agrees_skips_copies_and_scores_groups_once():
+    # keep position i while sigmoid(calibrated logit) >= 0.5, i.e. while the fused score is >= 0
+    cut = SelectionCut(a=1.0, b=0.0, weights=(1.0, 0.0, 0.0, 0.0, 0.0), intercept=0.0, threshold=0.5, cap=3)
     copies = {("b", "a"), ("a", "b")}
     is_copy = lambda x, y: (x, y) in copies  # noqa: E731
-    # b is a copy of a (skipped), c passes the cut, d does not (and the cut stops there)
-    assert cut.select(["a", "b", "c", "d", "e"], [3.0, 2.9, 1.0, -1.0, 2.0], is_copy) == ["a", "c"]
-    assert cut.select(["a", "b"], [3.0, 2.9], is_copy, cap=1) == ["a"]
+    # b is a copy of a (passed over), c is kept, d is not (and the cut stops there)
+    assert cut.select(["a", "b", "c", "d", "e"], [3.0, 2.9, 1.0, -1.0, 2.0], is_copy, "q") == ["a", "c"]
+    assert cut.select(["a", "b", "c"], [3.0, 2.9, 1.0], is_copy, "q", cap=1) == ["a"]
+    assert SelectionCut.from_dict(cut.as_dict()) == cut
     assert set_scores(["a", "c"], [["a", "b"], ["c"]]) == (1.0, 1.0)
     assert set_scores(["a", "b"], [["a", "b"], ["c"]]) == (0.0, 0.5)   # a second copy is a wrong pick
     assert set_scores(["x"], [["a"]]) == (0.0, 0.0)
+
+
+def test_fit_cut_learns_to_keep_a_second_skill_when_train_requests_need_one():
+    is_copy = lambda x, y: False  # noqa: E731
+    # requests needing two skills have two high fused scores; single-skill requests one
+    ranked = [["a", "b", "c"]] * 40
+    scores = [np.array([2.0, 1.8, -2.0])] * 20 + [np.array([2.0, -1.5, -2.0])] * 20
+    groups = [[["a"], ["b"]]] * 20 + [[["a"]]] * 20
+    cut = fit_cut(ranked, scores, groups, ["one request"] * 40, is_copy)
+    assert cut.select(["a", "b", "c"], [2.0, 1.8, -2.0], is_copy, "one request") == ["a", "b"]
+    assert cut.select(["a", "b", "c"], [2.0, -1.5, -2.0], is_copy, "one request") == ["a"]

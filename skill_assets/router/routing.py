@@ -21,9 +21,9 @@ import numpy as np
 from skill_assets.lib.common.embedding_cache import model_fingerprint
 from skill_assets.lib.common.encoder_backends import BACKENDS, ScorerChoice, backend_key, choose_encoder, choose_scorer
 from skill_assets.lib.common.hashing import digest
-from skill_assets.lib.common.retrieval import Ranking, rerank
-from skill_assets.lib.common.skill_text import ENCODER_CAPS, QUERY_CHARS, RERANKER_CAPS, skill_document
 from skill_assets.lib.common.language import detect_language
+from skill_assets.lib.common.retrieval import rerank
+from skill_assets.lib.common.skill_text import ENCODER_CAPS, QUERY_CHARS, RERANKER_CAPS, skill_document
 from skill_assets.router.chunking import max_chunk_scores
 from skill_assets.router.fusion import DEFAULT_DEPTH, Candidates, FusionModel, candidates
 from skill_assets.router.index_cache import CACHE_FORMAT, EmbeddingStore, IndexStats, embed_documents

@@ -108,7 +108,9 @@ def store_router_runs(skills: Sequence[dict], queries: Sequence[str], db_path: s
     router = Router(embedder, cache_dir=Path(db_path).resolve().parent / "index_cache", query_prompt=query_prompt,
                     signals=SIGNALS, fusion=fusion, selection=cut)
     router.index([Skill(s["skill_id"], s["name"], s["description"], s["body"]) for s in skills])
-    scorers = [(variant, model_fingerprint(path),
-                lambda pairs, predict=CrossEncoder(path).predict: np.asarray(predict(pairs, batch_size=32)))
-               for variant, path in rerankers] if fusion else []
+    def pair_scorer(path: str) -> Callable[[list[tuple[str, str]]], np.ndarray]:
+        predict = CrossEncoder(path).predict
+        return lambda pairs: np.asarray(predict(pairs, batch_size=32))
+
+    scorers = [(variant, model_fingerprint(path), pair_scorer(path)) for variant, path in rerankers] if fusion else []
     return router_runs(router, queries, top_k, rerank_depth, scorers, fusion_dir)

@@ -11,9 +11,9 @@ from skill_assets.router.benchmark_requests import mean_group_metrics  # noqa: E
 from skill_assets.router.fusion import GRID, PAIRS  # noqa: E402
 from skill_assets.router.fusion_training import ranked  # noqa: E402
 from skill_assets.router.registry import bundled_minilm, load_fusion  # noqa: E402
+from skill_assets.router.search import top_k_rows  # noqa: E402
 from skill_assets.router.selection import SelectionCut, fit_cut, set_scores  # noqa: E402
 from skill_assets.router.signals import SIGNALS  # noqa: E402
-from skill_assets.router.search import top_k_rows  # noqa: E402
 
 
 def test_fusion_is_fitted_on_train_chosen_on_dev_and_never_reads_test(toy):

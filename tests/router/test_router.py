@@ -11,42 +11,12 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from skill_assets.router import Router, load_pool  # noqa: E402
 from skill_assets.router.cli import main as route_main  # noqa: E402
+from tests.router.bilingual_pool import SKILLS as BILINGUAL_SKILLS  # noqa: E402
 
 DOCKER_QUERY = "my docker compose containers cannot reach each other"
 
-SKILLS = {
-    "devops/docker-compose-networking": (
-        "docker-compose-networking",
-        "Diagnose and fix networking between Docker Compose services: service DNS names, bridge networks, ports.",
-        "# Docker Compose networking\n\nWhen containers in a compose project cannot talk to each other, check that "
-        "they share a user-defined network, address peers by service name (not localhost), and that the target "
-        "listens on 0.0.0.0. Use `docker compose exec web ping db` and `docker network inspect`.\n"),
-    "vcs/git-interactive-rebase": (
-        "git-interactive-rebase",
-        "Rewrite local git history safely with interactive rebase: squash, reorder and edit commits.",
-        "# Interactive rebase\n\nRun `git rebase -i HEAD~5`, mark commits as squash or fixup, resolve conflicts "
-        "and continue. Never rewrite history that others have pulled; use `git reflog` to recover.\n"),
-    "data/pandas-csv-cleaning": (
-        "pandas-csv-cleaning",
-        "Load messy CSV files with pandas, fix dtypes, parse dates and drop duplicate rows.",
-        "# Cleaning CSV data\n\nUse `pd.read_csv(path, parse_dates=[...], dtype=...)`, then `df.drop_duplicates()` "
-        "and `df.fillna`. Check `df.info()` for columns read as object.\n"),
-    "docs/pdf-form-filling": (
-        "pdf-form-filling",
-        "Fill in and flatten PDF forms programmatically, reading field names from AcroForm documents.",
-        "# PDF forms\n\nList the AcroForm fields with pypdf, write values into them, then flatten the form so "
-        "the entries cannot be edited.\n"),
-    "db/postgres-index-tuning": (
-        "postgres-index-tuning",
-        "Speed up slow PostgreSQL queries: read EXPLAIN ANALYZE plans and add the right B-tree or GIN indexes.",
-        "# Index tuning\n\nRun `EXPLAIN (ANALYZE, BUFFERS)` on the slow query, look for sequential scans on large "
-        "tables, and create composite indexes matching the WHERE and ORDER BY clauses.\n"),
-    "writing/cover-letter": (
-        "cover-letter",
-        "Write a concise, tailored cover letter for a job application.",
-        "# Cover letters\n\nOpen with the role and why you fit, give two concrete achievements that match the "
-        "job description, and close with a call to action. Keep it under one page.\n"),
-}
+#: the English half of the toy bilingual pool
+SKILLS = {sid: fields for sid, fields in BILINGUAL_SKILLS.items() if not sid.startswith("zh/")}
 
 
 def write_skill(root: Path, sid: str, name: str, description: str, body: str) -> None:

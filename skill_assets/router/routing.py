@@ -322,12 +322,12 @@ class Router:
                               self.score_pairs, rerank_depth)[0]
                 by_id = {sid: j for sid, _, j in ranked}
                 ranked = [(sid, score, by_id[sid]) for sid, score in head]
-            fused_of = {sid: float(fused[j]) for sid, _, j in ranked}
             names = self.fusion.signals
             ranking = [RankedSkill(sid, score, {**{n: round(float(cands.raw[j, i]), 6) for i, n in enumerate(names)},
                                                 "fused": round(float(fused[j]), 6)})
                        for sid, score, j in ranked[:top_k]]
-            selected = self.selection.select([sid for sid, _, _ in ranked], [fused_of[sid] for sid, _, _ in ranked],
+            # the cut reads fused scores (what it was fitted on), in the final order
+            selected = self.selection.select([sid for sid, _, _ in ranked], [float(fused[j]) for _, _, j in ranked],
                                              self.is_copy, query, cap)
             out.append(RoutedRequest(ranking, selected))
         return out

@@ -37,16 +37,17 @@ def text_chunks(text: str, max_chars: int) -> list[str]:
     return chunks
 
 
-def max_chunk_scores(texts: list[str], encode: Callable[[list[str]], np.ndarray], matrix: np.ndarray,
-                     max_chars: int) -> np.ndarray:
-    """(texts, rows of ``matrix``) cosine of each text's best piece; one encode call for all pieces.
-
-    ``matrix`` rows are L2-normalised; a text that fits in one piece scores exactly as its embedding."""
+def chunk_embeddings(texts: list[str], encode: Callable[[list[str]], np.ndarray], max_chars: int
+                     ) -> tuple[np.ndarray, list[int]]:
+    """(L2-normalised embeddings of every piece of every text, the first piece's row of each text); one encode call."""
     pieces, starts = [], []
     for text in texts:
         starts.append(len(pieces))
         pieces.extend(text_chunks(text, max_chars))
     emb = np.asarray(encode(pieces), dtype=np.float32)
-    emb /= np.clip(np.linalg.norm(emb, axis=1, keepdims=True), 1e-12, None)
-    sims = emb @ matrix.T
-    return sims if len(pieces) == len(texts) else np.maximum.reduceat(sims, starts, axis=0)
+    return emb / np.clip(np.linalg.norm(emb, axis=1, keepdims=True), 1e-12, None), starts
+
+
+def best_piece(sims: np.ndarray, starts: list[int]) -> np.ndarray:
+    """(texts, pool) from (pieces, pool) similarities: each text's best piece (a one-piece text as is)."""
+    return sims if len(starts) == len(sims) else np.maximum.reduceat(sims, starts, axis=0)

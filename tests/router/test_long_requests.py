@@ -8,7 +8,7 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from skill_assets.router import Router, load_pool  # noqa: E402
-from skill_assets.router.chunking import max_chunk_scores, text_chunks  # noqa: E402
+from skill_assets.router.chunking import best_piece, chunk_embeddings, text_chunks  # noqa: E402
 from skill_assets.router.registry import bundled_minilm  # noqa: E402
 from skill_assets.router.signals import SIGNALS  # noqa: E402
 from tests.router.bilingual_pool import write_pool  # noqa: E402
@@ -38,7 +38,8 @@ def test_a_long_text_scores_by_its_best_piece():
         return np.array([[1.0, 0.0] if "a" in t else [0.0, 1.0] for t in texts], dtype=np.float32)
 
     matrix = np.array([[1.0, 0.0], [0.0, 1.0], [2 ** -0.5, 2 ** -0.5]], dtype=np.float32)
-    scores = max_chunk_scores(["a" * 10 + ". " + "b" * 10, "b"], encode, matrix, max_chars=11)
+    emb, starts = chunk_embeddings(["a" * 10 + ". " + "b" * 10, "b"], encode, max_chars=11)
+    scores = best_piece(emb @ matrix.T, starts)
     assert len(calls) == 1 and len(calls[0]) == 3   # one encode call for every piece of every text
     np.testing.assert_allclose(scores, [[1.0, 1.0, 2 ** -0.5], [0.0, 1.0, 2 ** -0.5]], atol=1e-6)
 

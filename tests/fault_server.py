@@ -15,6 +15,7 @@ Actions (``name`` or ``name:arg``):
   500           server error
   401           bad API key (no retry fixes it)
   500_echo_auth server error whose body echoes the Authorization header (a careless proxy)
+  401_echo_key:N 401 whose error message holds the bearer key at character N of the message
   slow[:s]      sleep ``s`` seconds (past the client timeout), then answer
   malformed     HTTP 200 with a body that is not JSON
   truncated     HTTP 200 whose body stops before Content-Length, then the connection closes
@@ -123,6 +124,11 @@ class _Handler(BaseHTTPRequestHandler):
         elif name == "500_echo_auth":
             msg = json.dumps({"error": {"message": f"upstream rejected headers: {self.headers.get('Authorization')}"}})
             self._send(500, msg.encode())
+        elif name == "401_echo_key":
+            key = (self.headers.get("Authorization") or "").removeprefix("Bearer ")
+            filler = "invalid api key; the request was rejected by the upstream gateway " * 20
+            msg = filler[: int(arg or 0)] + key + " was not accepted"
+            self._send(401, json.dumps({"error": {"message": msg, "type": "invalid_request_error"}}).encode())
         elif name == "malformed":
             self._send(200, b'{"id": "x", "choices": [ this is not json')
         elif name == "truncated":

@@ -12,7 +12,9 @@ from pydantic import Field, PrivateAttr
 
 from skill_assets.lib.common import store
 from skill_assets.lib.common.tables import frame
+from skill_assets.lib.corpus.archives import ArchiveLimits
 from skill_assets.lib.corpus.sources import SourceSpec, default_name, load_source_specs
+from skill_assets.lib.generation.llm_client import NO_KEY
 from skill_assets.lib.generation.local_llm_server import bundled_gguf, serve_gguf
 
 DEMO_SKILLS = Path(__file__).resolve().parent.parent / "demo" / "skills"
@@ -74,6 +76,16 @@ class SkillSources(dg.ConfigurableResource):
     config_file: str | None = Field(default_factory=lambda: os.environ.get("SKILL_ASSETS_SOURCES_FILE"))
     max_file_bytes: int = 1_000_000
     workers: int = Field(default_factory=lambda: os.cpu_count() or 1)
+    archive_max_member_bytes: int = Field(default=ArchiveLimits.max_member_bytes,
+                                          description="largest SKILL.md / LICENSE member extracted from an archive")
+    archive_max_total_bytes: int = Field(default=ArchiveLimits.max_total_bytes,
+                                         description="bytes one archive may write to the temp folder")
+    archive_max_ratio: float = Field(default=ArchiveLimits.max_ratio,
+                                     description="decompressed ÷ archive bytes past which extraction stops "
+                                                 "(checked beyond the first 64 MB)")
+
+    def archive_limits(self) -> ArchiveLimits:
+        return ArchiveLimits(self.archive_max_member_bytes, self.archive_max_total_bytes, self.archive_max_ratio)
 
     def sources(self) -> list[SourceSpec]:
         specs = [SourceSpec("demo" if Path(p) == DEMO_SKILLS else default_name(p), "dir", p) for p in self.paths]
@@ -136,7 +148,7 @@ class LLMEndpoint(dg.ConfigurableResource):
 
     def client(self) -> openai.AsyncOpenAI:
         return openai.AsyncOpenAI(base_url=self._base_url or self.base_url,
-                                  api_key=os.environ.get(self.api_key_env) or "not-needed",
+                                  api_key=os.environ.get(self.api_key_env) or NO_KEY,
                                   timeout=self.timeout_s, max_retries=self.max_retries)
 
     def model_for_pool(self, pool: str) -> str:

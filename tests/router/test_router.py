@@ -37,9 +37,9 @@ def pool_dir(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("pool")
     for sid, (name, desc, body) in SKILLS.items():
         write_skill(root, sid, name, desc, body)
-    bad = root / "broken" / "no-description"
+    bad = root / "broken" / "no-name"
     bad.mkdir(parents=True)
-    (bad / "SKILL.md").write_text("---\nname: no-description\n---\nBody without a description.\n")
+    (bad / "SKILL.md").write_text("---\ndescription: no name here\n---\nBody without a name.\n")
     return root
 
 
@@ -60,7 +60,7 @@ def test_load_pool_dir_ids_and_rejections(pool_dir):
     skills, rejected = load_pool(pool_dir)
     assert sorted(s.id for s in skills) == sorted(SKILLS)
     assert [(Path(r.source).parent.relative_to(pool_dir).as_posix(), r.code) for r in rejected] == [
-        ("broken/no-description", "missing_description")]
+        ("broken/no-name", "missing_name")]
     with pytest.raises(FileNotFoundError, match="does not exist"):
         load_pool(pool_dir / "nope")
 
@@ -88,13 +88,13 @@ def test_jsonl_pool_is_equivalent(tmp_path, pool_dir, router, minilm, cache_dir)
         for sid, (name, desc, body) in SKILLS.items():
             fh.write(json.dumps({"id": sid, "name": name, "description": desc, "body": body}) + "\n")
         fh.write("{not json\n")
-        fh.write(json.dumps({"id": "x", "name": "x"}) + "\n")
+        fh.write(json.dumps({"id": "x", "description": "x"}) + "\n")
     skills, rejected = load_pool(path)
     dir_skills, _ = load_pool(pool_dir)
     key = lambda s: (s.id, s.name, s.description, s.body)  # noqa: E731
     assert sorted(map(key, skills)) == sorted(map(key, dir_skills))
     assert [(r.code, r.source.rsplit(":", 1)[1]) for r in rejected] == [("invalid_json", "7"),
-                                                                          ("missing_description", "8")]
+                                                                          ("missing_name", "8")]
     jr = Router(minilm, cache_dir=cache_dir)
     stats = jr.index(skills)
     assert stats.encoded == 0  # same documents, same model: all from the cache
@@ -193,7 +193,7 @@ def test_cli_writes_run_file(tmp_path, pool_dir, minilm, cache_dir, capsys):
     assert lines[0]["ranking"][0]["skill_id"] == "devops/docker-compose-networking"
     assert lines[1]["ranking"][0]["skill_id"] == "docs/pdf-form-filling"
     err = capsys.readouterr().err
-    assert "1 pool entry rejected" in err and "missing_description" in err
+    assert "1 pool entry rejected" in err and "missing_name" in err
 
 
 def test_cli_single_query_table(pool_dir, minilm, cache_dir, capsys):

@@ -4,6 +4,8 @@ import dagster as dg
 
 from skill_assets.defs.checks_common import no_rows_check
 from skill_assets.defs.resources import DuckDBStore
+from skill_assets.lib.corpus.corpus_store import sources_read
+from skill_assets.lib.corpus.ingest import UNCOUNTED_REASONS
 
 
 @dg.asset_check(asset="skills", blocking=True, description="No two kept skills share normalised content.")
@@ -35,8 +37,14 @@ def sources_readable(store: DuckDBStore) -> dg.AssetCheckResult:
 @dg.asset_check(asset="raw_skills", blocking=True,
                 description="Every file seen at ingest is either a raw skill or an ingest reject.")
 def ingest_accounts_for_every_file(context: dg.AssetCheckExecutionContext, store: DuckDBStore) -> dg.AssetCheckResult:
-    event = context.instance.get_latest_materialization_event(dg.AssetKey("raw_skills"))
-    seen = event.asset_materialization.metadata["files_seen"].value if event else None
+    """Files seen come from ``corpus_sources``, written with the tables (a run's event may describe another run's rows)."""
+    read = sources_read(store.path)
+    if read.height:
+        seen = int(read["files_seen"].sum())
+    else:  # a store written before corpus_sources existed
+        event = context.instance.get_latest_materialization_event(dg.AssetKey("raw_skills"))
+        seen = event.asset_materialization.metadata["files_seen"].value if event else None
     counted = store.query("""SELECT (SELECT count(*) FROM raw_skills)
-                                    + (SELECT count(*) FROM ingest_rejects WHERE reason <> 'source_unreadable') AS n""")["n"][0]
+                                    + (SELECT count(*) FROM ingest_rejects WHERE reason NOT IN (SELECT unnest(?))) AS n""",
+                          [list(UNCOUNTED_REASONS)])["n"][0]
     return dg.AssetCheckResult(passed=seen == counted, metadata={"files_seen": seen, "raw_plus_rejects": int(counted)})

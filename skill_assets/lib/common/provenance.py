@@ -27,6 +27,11 @@ def code_version() -> str:
 
 
 def release_version(queries: pl.DataFrame) -> str:
-    """Export date plus a hash of (query id, split) pairs: equal benchmarks share it, changed ones never do."""
-    key = digest("\n".join(f"{q}\t{s}" for q, s in zip(queries["query_id"].to_list(), queries["split"].to_list())))
+    """Export date plus a hash of (query id, split, ground truth): equal benchmarks share it, changed ones never do.
+
+    The ground truth is part of it because a review can correct a label without moving a query.
+    """
+    labels = queries["skill_ids"].to_list() if "skill_ids" in queries.columns else [None] * queries.height
+    key = digest("\n".join(f"{q}\t{s}" + (f"\t{','.join(sorted(ids))}" if ids is not None else "")
+                           for q, s, ids in zip(queries["query_id"].to_list(), queries["split"].to_list(), labels)))
     return f"{datetime.now(UTC):%Y%m%d}-{key[:8]}"

@@ -29,7 +29,13 @@ def _is_lock_error(exc: Exception) -> bool:
 
 @contextmanager
 def connect(path: str | Path, read_only: bool = False, wait_s: float = LOCK_WAIT_S,
-            memory_limit: str = MEMORY_LIMIT) -> Iterator[duckdb.DuckDBPyConnection]:
+            memory_limit: str = MEMORY_LIMIT, config: dict | None = None) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A short-lived connection (retried while another process holds the file); ``config`` adds DuckDB settings.
+
+    ``lock_configuration`` in ``config`` is applied last, so this module's own settings still take.
+    """
+    config = dict(config or {})
+    lock = config.pop("lock_configuration", False)
     path = Path(path)
     if read_only and not path.exists():
         raise FileNotFoundError(f"DuckDB store {path} does not exist yet: materialize the assets first")
@@ -38,15 +44,17 @@ def connect(path: str | Path, read_only: bool = False, wait_s: float = LOCK_WAIT
     delay = 0.05
     while True:
         try:
-            con = duckdb.connect(str(path), read_only=read_only, config={"memory_limit": memory_limit})
+            con = duckdb.connect(str(path), read_only=read_only, config={"memory_limit": memory_limit, **config})
             break
         except (duckdb.IOException, duckdb.ConnectionException) as exc:
             if not _is_lock_error(exc) or time.monotonic() > deadline:
                 raise
             time.sleep(delay * (1 + random.random()))
             delay = min(delay * 2, 2.0)
-    con.execute("SET enable_progress_bar = false")  # library queries must not write to the caller's stdout
     try:
+        con.execute("SET enable_progress_bar = false")  # library queries must not write to the caller's stdout
+        if lock:
+            con.execute("SET lock_configuration = true")
         yield con
     finally:
         con.close()

@@ -1,29 +1,41 @@
 """Find SKILL.md files in prepared sources and turn each into a raw skill or a reject.
 
 Every file seen ends in exactly one of the two outputs, so counts reconcile downstream: nothing
-is silently dropped. A source that cannot be prepared at all becomes one ``source_unreadable``
-reject naming it, and the other sources still ingest. Large corpora are parsed in worker
-processes (parsing is CPU-bound and independent per file).
+is silently dropped. Which files are candidates and how each is read are ``skill_files``' rules
+(shared with the router); a folder that is skipped, a license file that cannot be read and a
+source that cannot be prepared at all are listed too (``UNCOUNTED_REASONS``: they name no skill
+file), and the other sources still ingest. Large corpora are parsed in worker processes
+(parsing is CPU-bound and independent per file).
 """
 from __future__ import annotations
 
 import json
 import multiprocessing
-import os
 from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
 from skill_assets.lib.common.hashing import digest, normalise_name, normalise_text, normalised_content_hash
 from skill_assets.lib.common.language import detect_language, language_of_counts, script_counts
-from skill_assets.lib.corpus.frontmatter import SkillParseError, parse_skill_markdown
-from skill_assets.lib.corpus.sources import PreparedSource, SourceError, SourceSpec, license_in, prepare_source
+from skill_assets.lib.corpus.archives import DEFAULT_LIMITS as DEFAULT_ARCHIVE_LIMITS
+from skill_assets.lib.corpus.archives import ArchiveLimits
+from skill_assets.lib.corpus.frontmatter import SkillParseError
+from skill_assets.lib.corpus.skill_files import FOLDER_REASONS, FolderReject, read_skill, walk_skill_files
+from skill_assets.lib.corpus.sources import (
+    LicenseUnreadable,
+    PreparedSource,
+    SourceError,
+    SourceSpec,
+    license_in,
+    prepare_source,
+)
 
-SKILL_FILE_NAME = "skill.md"
 DEFAULT_MAX_BYTES = 1_000_000
 PARALLEL_MIN_FILES = 2000
+#: reject rows that name a source, a folder or a license file rather than a skill file: not among ``files_seen``
+UNCOUNTED_REASONS = ("source_unreadable", "license_unreadable", *FOLDER_REASONS)
 
 
 @dataclass
@@ -31,31 +43,14 @@ class IngestResult:
     raw_skills: list[dict]
     rejects: list[dict]
     files_seen: int
-
-
-def iter_skill_files(root: Path) -> Iterator[Path]:
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-        dirnames.sort()
-        for filename in sorted(filenames):
-            if filename.lower() == SKILL_FILE_NAME:
-                yield Path(dirpath) / filename
+    #: per configured source: name, kind, location, commit actually read (None if unreadable), files_seen
+    sources_read: list[dict] = field(default_factory=list)
 
 
 def read_skill_file(path: Path, root: Path, max_bytes: int) -> dict:
-    """Read and parse one file; raise SkillParseError with a reason code on bad input."""
-    if path.is_symlink() and not path.resolve().is_relative_to(root.resolve()):
-        raise SkillParseError("symlink_outside_source", f"symlink points outside the source: {path.resolve()}")
-    size = path.stat().st_size
-    if size > max_bytes:
-        raise SkillParseError("too_large", f"{size} bytes exceeds the cap of {max_bytes}")
-    data = path.read_bytes()
-    if b"\x00" in data:
-        raise SkillParseError("binary", "file contains NUL bytes")
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise SkillParseError("not_utf8", f"not valid UTF-8 at byte {exc.start}") from exc
-    parsed = parse_skill_markdown(text)
+    """Read and parse one file into a raw row (without ids and provenance); raise SkillParseError with a reason."""
+    data, parsed = read_skill(path, root, max_bytes)
+    size = len(data)
     desc_counts, body_counts = script_counts(parsed.description), script_counts(parsed.body)
     normalised_body = normalise_text(parsed.body)
     return {
@@ -84,8 +79,8 @@ def _read_batch(args: tuple[list[str], str, int]) -> list[tuple[str, dict | None
             out.append((p, read_skill_file(Path(p), Path(root), max_bytes), "", ""))
         except SkillParseError as exc:
             out.append((p, None, exc.code, exc.message))
-        except OSError as exc:
-            out.append((p, None, "unreadable", f"{type(exc).__name__}: {exc}"))
+        except Exception as exc:  # noqa: BLE001 - e.g. front matter JSON cannot hold; one file never aborts ingest
+            out.append((p, None, "parse_error", f"{type(exc).__name__}: {str(exc)[:200]}"))
     return out
 
 
@@ -130,51 +125,83 @@ def _parsed(files: list[str], root: Path, max_bytes: int, workers: int) -> Itera
 
 def _ingest_one(src: PreparedSource, max_bytes: int, workers: int, now: datetime,
                 raw: _RowBuffer, rejects: list[dict]) -> int:
-    files = [str(p) for p in iter_skill_files(src.root)]
+    """Ingest one prepared source; return how many skill files it held (the rows it added to either output)."""
+    def reject(path: Path, code: str, message: str) -> None:
+        rejects.append({"source": src.spec.name, "path": path.relative_to(src.root).as_posix(), "reason": code,
+                        "message": message, "ingested_at": now})
+
+    files: list[str] = []
+    for entry in walk_skill_files(src.root):
+        if isinstance(entry, FolderReject):
+            reject(entry.path, entry.code, entry.message)
+        else:
+            files.append(str(entry))
     licenses: dict[Path, str | None] = {}
 
     def nearest_license(folder: Path) -> str | None:
-        """License file of the skill folder or its nearest ancestor inside the source."""
+        """License of the skill folder or its nearest ancestor inside the source; an unreadable one is listed and skipped."""
+        if folder == src.root or src.root not in folder.parents:
+            return src.license
         if folder not in licenses:
-            found = license_in(folder)
-            if found is None and folder != src.root and src.root in folder.parents:
-                found = nearest_license(folder.parent)
-            licenses[folder] = found
+            try:
+                found = license_in(folder)
+            except LicenseUnreadable as exc:
+                reject(exc.path, "license_unreadable", exc.why)
+                found = None
+            licenses[folder] = found or nearest_license(folder.parent)
         return licenses[folder]
 
+    owners: dict[str, str] = {}
     for path_str, row, code, message in _parsed(files, src.root, max_bytes, workers):
         path = Path(path_str)
         rel = path.relative_to(src.root).as_posix()
-        if row is None:
-            rejects.append({"source": src.spec.name, "path": rel, "reason": code, "message": message, "ingested_at": now})
-            continue
         rel_dir = path.parent.relative_to(src.root).as_posix()
-        raw.add({"skill_id": src.spec.name if rel_dir == "." else f"{src.spec.name}/{rel_dir}",
-                    "source": src.spec.name, "path": rel, "repo": src.spec.repo or src.spec.location,
-                    "commit": src.commit, "license": nearest_license(path.parent) or src.license,
-                    **row, "ingested_at": now})
+        skill_id = src.spec.name if rel_dir == "." else f"{src.spec.name}/{rel_dir}"
+        if row is not None and skill_id in owners:  # SKILL.md and skill.md in one folder
+            row, code, message = None, "duplicate_id", f"skill id {skill_id!r} already taken by {owners[skill_id]}"
+        if row is None:
+            reject(path, code, message)
+            continue
+        owners[skill_id] = rel
+        raw.add({"skill_id": skill_id, "source": src.spec.name, "path": rel, "repo": src.spec.repo or src.spec.location,
+                 "commit": src.commit, "license": nearest_license(path.parent),
+                 **row, "ingested_at": now})
     return len(files)
 
 
 def ingest_sources(specs: list[SourceSpec], workdir: Path, max_bytes: int = DEFAULT_MAX_BYTES,
                    workers: int = 1, sink: Callable[[list[dict]], None] | None = None,
-                   sink_batch: int = 5000) -> IngestResult:
+                   sink_batch: int = 5000, archive_limits: ArchiveLimits = DEFAULT_ARCHIVE_LIMITS) -> IngestResult:
     """Ingest every source. With ``sink``, full rows go to it in batches (e.g. appended to DuckDB) and
-    ``raw_skills`` holds them without their heavy text fields, so memory stays flat at 100K files."""
+    ``raw_skills`` holds them without their heavy text fields, so memory stays flat at 100K files.
+
+    A clone or extraction is removed as soon as its source is read, on every exit path.
+    """
     now = datetime.now(UTC)
     raw: list[dict] = []
     buffer = _RowBuffer(raw, sink, sink_batch)
     rejects: list[dict] = []
     seen = 0
+    sources_read: list[dict] = []
     for spec in specs:
+        read = {"source": spec.name, "kind": spec.kind, "location": spec.location, "commit": None, "files_seen": 0}
+        sources_read.append(read)
         try:
-            src = prepare_source(spec, workdir)
+            src = prepare_source(spec, workdir, archive_limits)
         except SourceError as exc:
             rejects.append({"source": spec.name, "path": spec.location, "reason": "source_unreadable",
                             "message": str(exc), "ingested_at": now})
             continue
-        rejects.extend({**r, "ingested_at": now} for r in src.member_rejects)
-        seen += len(src.member_rejects)
-        seen += _ingest_one(src, max_bytes, workers, now, buffer, rejects)
+        try:
+            rejects.extend({**r, "ingested_at": now} for r in src.member_rejects)
+            n = sum(r["reason"] not in UNCOUNTED_REASONS for r in src.member_rejects)
+            n += _ingest_one(src, max_bytes, workers, now, buffer, rejects)
+            read.update(commit=src.commit, files_seen=n)
+            seen += n
+        except OSError as exc:  # the source's root could not be listed
+            rejects.append({"source": spec.name, "path": spec.location, "reason": "source_unreadable",
+                            "message": f"source {spec.name!r}: {type(exc).__name__}: {exc}", "ingested_at": now})
+        finally:
+            src.cleanup()
     buffer.flush()
-    return IngestResult(raw_skills=raw, rejects=rejects, files_seen=seen)
+    return IngestResult(raw_skills=raw, rejects=rejects, files_seen=seen, sources_read=sources_read)

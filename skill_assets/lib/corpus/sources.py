@@ -1,26 +1,28 @@
 """Skill sources: local directories, git repositories at a pinned commit, and archives.
 
 Each source is brought to a local directory tree before ingest, with its provenance (repo,
-commit, license). Archives are extracted member by member into a private temporary directory;
-a member with an absolute path, a ``..`` component or a link is never written and becomes a
-reject row instead.
+commit, license). Archives are extracted into a private temporary directory by ``archives``
+(skill and license members only, under limits; every member not extracted is a reject row);
+clones and extractions are ``owned`` by the ingest and removed as soon as it has read them.
 """
 from __future__ import annotations
 
+import os
 import re
 import shutil
+import stat
 import subprocess
-import tarfile
 import tempfile
-import zipfile
-from collections.abc import Callable, Iterator
-from contextlib import ExitStack
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
-from typing import IO
+from pathlib import Path
 
 import yaml
 
+from skill_assets.lib.corpus.archives import DEFAULT_LIMITS as DEFAULT_ARCHIVE_LIMITS
+from skill_assets.lib.corpus.archives import ArchiveError, ArchiveLimits, extract_skill_members
+
+#: license text read to guess its SPDX id (``detect_license`` looks at the first 4,000 characters)
+LICENSE_HEAD_BYTES = 16_000
 LICENSE_FILES = ("LICENSE", "LICENSE.md", "LICENSE.txt", "LICENCE", "COPYING", "LICENSE-MIT", "LICENSE-APACHE")
 _LICENSE_HINTS = (
     ("Apache-2.0", r"apache license,?\s+version 2\.0"),
@@ -56,6 +58,12 @@ class PreparedSource:
     commit: str | None
     license: str | None
     member_rejects: list[dict] = field(default_factory=list)
+    #: the tree is a clone or an extraction made for this ingest (removed after it), not the user's folder
+    owned: bool = False
+
+    def cleanup(self) -> None:
+        if self.owned:
+            shutil.rmtree(self.root, ignore_errors=True)
 
 
 def detect_license(text: str) -> str | None:
@@ -66,12 +74,44 @@ def detect_license(text: str) -> str | None:
     return "other" if head.strip() else None
 
 
+class LicenseUnreadable(OSError):
+    """A license file beside skills that cannot be read; ``path`` names it."""
+
+    def __init__(self, path: Path, why: str) -> None:
+        super().__init__(f"{path}: {why}")
+        self.path, self.why = path, why
+
+
 def license_in(directory: Path) -> str | None:
+    """SPDX id of the first license file in ``directory``; raise LicenseUnreadable if it is there but unreadable.
+
+    Only regular files are read, never opened blocking (a FIFO named LICENSE), and only their head.
+    """
     for name in LICENSE_FILES:
         f = directory / name
-        if f.is_file():
-            return detect_license(f.read_text(errors="replace"))
+        try:
+            st = os.stat(f)
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            raise LicenseUnreadable(f, exc.strerror or str(exc)) from exc
+        if stat.S_ISDIR(st.st_mode):
+            continue
+        if not stat.S_ISREG(st.st_mode):
+            raise LicenseUnreadable(f, "not a regular file; not opened")
+        try:
+            fd = os.open(f, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+            with os.fdopen(fd, "rb") as fh:
+                head = fh.read(LICENSE_HEAD_BYTES)
+        except OSError as exc:
+            raise LicenseUnreadable(f, f"{type(exc).__name__}: {exc.strerror or exc}") from exc
+        return detect_license(head.decode("utf-8", errors="replace"))
     return None
+
+
+def redact_url_credentials(text: str) -> str:
+    """``https://user:token@host`` → ``https://[REDACTED]@host``: git echoes remote URLs in its errors."""
+    return re.sub(r"(\w+://)[^/@\s]+@", r"\1[REDACTED]@", text)
 
 
 def load_source_specs(path: str | Path) -> list[SourceSpec]:
@@ -104,68 +144,29 @@ def default_name(location: str) -> str:
 def _git(*args: str, cwd: Path | None = None) -> str:
     proc = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True)
     if proc.returncode != 0:
-        raise SourceError(f"git {' '.join(args)} failed: {proc.stderr.strip()[:300]}")
+        # redact before truncating: a cut can leave part of a token that redaction no longer matches
+        message = redact_url_credentials(f"git {' '.join(args)} failed: {proc.stderr.strip()}")
+        raise SourceError(message[:400])
     return proc.stdout.strip()
 
 
-def _safe_member_path(name: str) -> PurePosixPath | None:
-    p = PurePosixPath(name.replace("\\", "/"))
-    if p.is_absolute() or ".." in p.parts or re.match(r"^[a-zA-Z]:", name):
-        return None
-    return p
-
-
-@dataclass(frozen=True)
-class _Member:
-    """One archive entry, whatever the archive format."""
-
-    name: str
-    is_dir: bool
-    is_regular_file: bool
-    open: Callable[[], IO[bytes] | None]
-
-
-def _archive_members(archive: Path, stack: ExitStack) -> Iterator[_Member]:
-    if zipfile.is_zipfile(archive):
-        zf = stack.enter_context(zipfile.ZipFile(archive))
-        for info in zf.infolist():
-            is_link = (info.external_attr >> 16) & 0o170000 == 0o120000
-            yield _Member(info.filename, info.is_dir(), not is_link, lambda info=info: zf.open(info))
-        return
+def _root_license(root: Path, spec: SourceSpec, rejects: list[dict]) -> str | None:
+    """The source-wide license; an unreadable one is a ``license_unreadable`` row, not an unreadable source."""
     try:
-        tf = stack.enter_context(tarfile.open(archive))
-    except tarfile.TarError as exc:
-        raise SourceError(f"archive {archive} cannot be opened: {exc}") from exc
-    for member in tf.getmembers():
-        yield _Member(member.name, member.isdir(), member.isfile(), lambda m=member: tf.extractfile(m))
+        return license_in(root)
+    except LicenseUnreadable as exc:
+        rejects.append({"source": spec.name, "path": exc.path.relative_to(root).as_posix(),
+                        "reason": "license_unreadable", "message": exc.why})
+        return None
 
 
-def extract_archive(archive: Path, dest: Path, source_name: str) -> list[dict]:
-    """Extract regular files only; return reject rows for unsafe or link members."""
+def prepare_source(spec: SourceSpec, workdir: Path, limits: ArchiveLimits = DEFAULT_ARCHIVE_LIMITS) -> PreparedSource:
+    """Bring a source to a local tree (cloning or extracting under ``workdir``); raise SourceError naming it.
+
+    A clone or extraction that fails half-way is removed before the error is raised.
+    """
+    owned: Path | None = None
     rejects: list[dict] = []
-    with ExitStack() as stack:
-        for member in _archive_members(archive, stack):
-            if member.is_dir:
-                continue
-            rel = _safe_member_path(member.name)
-            problem = (("unsafe_archive_path", "absolute or '..' path in archive; not extracted") if rel is None
-                       else ("archive_link", "link or special member in archive; not extracted")
-                       if not member.is_regular_file else None)
-            if problem:
-                rejects.append({"source": source_name, "path": member.name, "reason": problem[0],
-                                "message": problem[1]})
-                continue
-            target = dest / rel
-            target.parent.mkdir(parents=True, exist_ok=True)
-            src = member.open()
-            if src is not None:
-                with src, open(target, "wb") as out:
-                    shutil.copyfileobj(src, out)
-    return rejects
-
-
-def prepare_source(spec: SourceSpec, workdir: Path) -> PreparedSource:
-    """Bring a source to a local tree (cloning or extracting under ``workdir``); raise SourceError naming it."""
     try:
         if spec.kind == "dir":
             root = Path(spec.location).expanduser()
@@ -174,22 +175,25 @@ def prepare_source(spec: SourceSpec, workdir: Path) -> PreparedSource:
             commit = None
             if (root / ".git").exists():
                 commit = _git("rev-parse", "HEAD", cwd=root)
-            return PreparedSource(spec, root, commit, license_in(root))
+            return PreparedSource(spec, root, commit, _root_license(root, spec, rejects), rejects)
         if spec.kind == "git":
-            root = workdir / f"git-{spec.name}"
+            owned = root = Path(tempfile.mkdtemp(prefix=f"git-{spec.name}-", dir=workdir))
             _git("clone", "--quiet", spec.location, str(root))
             if spec.commit:
                 _git("checkout", "--quiet", spec.commit, cwd=root)
-            return PreparedSource(spec, root, _git("rev-parse", "HEAD", cwd=root), license_in(root))
+            commit = _git("rev-parse", "HEAD", cwd=root)
+            return PreparedSource(spec, root, commit, _root_license(root, spec, rejects), rejects, owned=True)
         if spec.kind == "archive":
             archive = Path(spec.location).expanduser()
             if not archive.is_file():
                 raise SourceError(f"source {spec.name!r}: archive {archive} does not exist")
-            root = Path(tempfile.mkdtemp(prefix=f"archive-{spec.name}-", dir=workdir))
-            rejects = extract_archive(archive, root, spec.name)
-            return PreparedSource(spec, root, spec.commit, license_in(root), rejects)
-    except SourceError:
+            owned = root = Path(tempfile.mkdtemp(prefix=f"archive-{spec.name}-", dir=workdir))
+            rejects = extract_skill_members(archive, root, spec.name, limits)
+            return PreparedSource(spec, root, spec.commit, _root_license(root, spec, rejects), rejects, owned=True)
+    except BaseException as exc:
+        if owned is not None:
+            shutil.rmtree(owned, ignore_errors=True)
+        if isinstance(exc, (ArchiveError, OSError)):
+            raise SourceError(f"source {spec.name!r} ({spec.location}): {exc}") from exc
         raise
-    except OSError as exc:
-        raise SourceError(f"source {spec.name!r} ({spec.location}): {exc}") from exc
     raise SourceError(f"source {spec.name!r}: unknown kind {spec.kind!r} (dir, git or archive)")

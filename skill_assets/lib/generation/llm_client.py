@@ -108,14 +108,42 @@ class GenerationReport:
 
 # --- secrets -------------------------------------------------------------------------------------
 
+#: the key sent when none is configured (local servers ignore it): not a secret, never redacted
+NO_KEY = "not-needed"
+
+
 def secret_of(client: openai.AsyncOpenAI) -> str | None:
     key = getattr(client, "api_key", None)
-    return key if isinstance(key, str) and len(key) >= 8 else None
+    return key if isinstance(key, str) and len(key) >= 8 and key != NO_KEY else None
+
+
+#: a run of the key this long is redacted wherever it appears (shorter runs are too common to be the key)
+MIN_SECRET_RUN = 6
+ERROR_CHARS = 300
 
 
 def redact(text: str, secret: str | None) -> str:
-    """``text`` with ``secret`` replaced: servers sometimes echo request headers in error bodies."""
-    return text.replace(secret, "[REDACTED]") if secret and text else text
+    """``text`` with ``secret`` — and any run of its first ``MIN_SECRET_RUN``+ characters — replaced.
+
+    Servers echo request headers in error bodies, and anything that cut a message before it was
+    redacted (ours once did, at 300 characters) leaves a prefix that a plain replace would miss.
+    """
+    if not secret or not text:
+        return text
+    head = secret[:MIN_SECRET_RUN]
+    out, i = [], 0
+    while (j := text.find(head, i)) >= 0:
+        k = j + len(head)
+        while k < len(text) and k - j < len(secret) and text[k] == secret[k - j]:
+            k += 1
+        out += [text[i:j], "[REDACTED]"]
+        i = k
+    return "".join(out) + text[i:]
+
+
+def redacted_excerpt(text: str, secret: str | None, limit: int = ERROR_CHARS) -> str:
+    """Redact first, then cut to ``limit`` characters: the order that cannot leave part of a key behind."""
+    return redact(text, secret)[:limit]
 
 
 # --- endpoint guard: attempt counting and the circuit breaker -------------------------------------
@@ -282,7 +310,7 @@ async def _call(client: openai.AsyncOpenAI, model: str, params: SamplingParams, 
             guard.failure(type(exc).__name__)
         return LLMResponse(req.key, model, "failed", latency_s=time.perf_counter() - started,
                            retries=max(0, guard.attempts[req.key] - 1), template_version=req.template_version,
-                           error=redact(f"{REQUEST}: {type(exc).__name__}: {str(exc)[:300]}", secret))
+                           error=redacted_excerpt(f"{REQUEST}: {type(exc).__name__}: {exc}", secret))
     usage = completion.usage
     text = completion.choices[0].message.content or ""
     tin = int(getattr(usage, "prompt_tokens", 0) or 0)

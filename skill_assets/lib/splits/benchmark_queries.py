@@ -26,6 +26,11 @@ def skip_partners_by_neighbourhood(skip_records: list[dict]) -> dict[tuple[str, 
     return {key: sorted(v) for key, v in partners.items()}
 
 
+def audit_exclusions(audit: dict | None, exclude_flags: tuple[str, ...] = AUDIT_FLAGS) -> list[str]:
+    """The flags that exclude a WRITE record from the splits (``not_audited`` when it has no audit row)."""
+    return ["not_audited"] if audit is None else [f for f in exclude_flags if audit.get(f)]
+
+
 def build_benchmark_queries(write_records: list[dict], audits: dict[str, dict], skip_records: list[dict],
                             skill_neighbourhoods: dict[str, dict], dev_fraction: float = 0.0, seed: int = 0,
                             exclude_flags: tuple[str, ...] = AUDIT_FLAGS) -> list[dict]:
@@ -39,7 +44,7 @@ def build_benchmark_queries(write_records: list[dict], audits: dict[str, dict], 
     rows = []
     for r in write_records:
         audit = audits.get(r["record_id"])
-        raised = ["not_audited"] if audit is None else [f for f in exclude_flags if audit.get(f)]
+        raised = audit_exclusions(audit, exclude_flags)
         passed = not raised
         split = r["pool"] if passed else "excluded"
         if split == "train" and dev_fraction > 0 and rng.random() < dev_fraction:
@@ -55,6 +60,24 @@ def build_benchmark_queries(write_records: list[dict], audits: dict[str, dict], 
             "query_id": r["record_id"], "split": split, "query": r["query"],
             "skill_ids": r["skill_ids"], "direction": r["direction"], "k": r["k"], "style": r["style"],
             "generator_model": r["model"], "skip_partners": partners[:MAX_SKIP_PARTNERS],
-            "exclusion_reason": ", ".join(raised),
+            "exclusion_reason": ", ".join(raised), "review_status": "unreviewed",
         })
+    return rows
+
+
+def apply_review(rows: list[dict], outcomes: dict[str, dict]) -> list[dict]:
+    """The human review's outcome on the split rows: status, corrected ground truth, rejected queries excluded.
+
+    ``outcomes`` maps query id → ``{"status", "skill_ids"}`` (``lib.review.outcomes``); a corrected
+    query takes the reviewers' set (and its size as k), a rejected one leaves the splits.
+    """
+    for row in rows:
+        outcome = outcomes.get(row["query_id"])
+        if outcome is None:
+            continue
+        row["review_status"] = outcome["status"]
+        if outcome["status"] == "corrected":
+            row["skill_ids"], row["k"] = outcome["skill_ids"], len(outcome["skill_ids"])
+        elif outcome["status"] == "rejected" and row["split"] != "excluded":
+            row["split"], row["exclusion_reason"] = "excluded", "review: rejected"
     return rows

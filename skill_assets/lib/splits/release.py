@@ -19,6 +19,7 @@ from pathlib import Path
 import polars as pl
 
 from skill_assets.lib.common.provenance import release_version
+from skill_assets.lib.review.outcomes import agreement_markdown
 
 SPLITS = ("train", "dev", "test")
 
@@ -34,7 +35,7 @@ def _table(df: pl.DataFrame) -> str:
 
 
 def dataset_card(version: str, skills: pl.DataFrame, queries: pl.DataFrame, skips: pl.DataFrame,
-                 audit: pl.DataFrame) -> str:
+                 audit: pl.DataFrame, review_rounds: pl.DataFrame | None = None) -> str:
     kept = queries.filter(pl.col("split") != "excluded")
     by_dir_k = (kept.group_by("direction", "k").len().pivot(on="k", index="direction", values="len")
                 .fill_null(0).sort("direction")) if kept.height else pl.DataFrame()
@@ -56,14 +57,21 @@ def dataset_card(version: str, skills: pl.DataFrame, queries: pl.DataFrame, skip
         "## Queries by direction × k", _table(by_dir_k),
         "## Rejection taxonomy (k ≥ 2 SKIPs)", _table(shares),
         "## Audit flag rates (% of WRITE queries)", _table(audit_rates),
+        "## Human review (`review_status` by split; agreement from `label_agreement`)",
+        _table(kept.group_by("split", "review_status").len().sort("split", "review_status")),
+        agreement_markdown(review_rounds if review_rounds is not None else pl.DataFrame()),
         "## Generator models", _table(kept.group_by("split", "generator_model").len().sort("split")),
         "## Corpus provenance and licenses", _table(provenance),
     ]) + "\n"
 
 
 def export_release(out_dir: Path, skills: pl.DataFrame, queries: pl.DataFrame, skips: pl.DataFrame,
-                   audit: pl.DataFrame) -> Path:
-    """Write the release folder and return it; ``skills`` needs a ``pool`` column, ``queries`` a ``split``."""
+                   audit: pl.DataFrame, review_rounds: pl.DataFrame | None = None) -> Path:
+    """Write the release folder and return it; ``skills`` needs a ``pool`` column, ``queries`` a ``split``.
+
+    The queries carry their ``review_status``; ``review_rounds`` (``label_agreement``'s round rows)
+    puts the reviewers' agreement in the card.
+    """
     version = release_version(queries)
     root = out_dir / version
     for sub in ("skills", "queries", "qrels", "r3"):
@@ -82,5 +90,5 @@ def export_release(out_dir: Path, skills: pl.DataFrame, queries: pl.DataFrame, s
     _write_jsonl(root / "r3" / "skills.jsonl",
                  ({"id": i, "text": f"{n} | {d} | {b}"}
                   for i, n, d, b in skills.select("skill_id", "name", "description", "body").iter_rows()))
-    (root / "README.md").write_text(dataset_card(version, skills, queries, skips, audit), encoding="utf-8")
+    (root / "README.md").write_text(dataset_card(version, skills, queries, skips, audit, review_rounds), encoding="utf-8")
     return root

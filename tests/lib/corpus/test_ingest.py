@@ -8,7 +8,8 @@ import pytest
 import skill_assets.lib.corpus.ingest as ingest_mod
 from skill_assets.lib.common.hashing import content_hash, digest, normalise_name
 from skill_assets.lib.corpus.frontmatter import SkillParseError
-from skill_assets.lib.corpus.ingest import ingest_sources, iter_skill_files, read_skill_file
+from skill_assets.lib.corpus.ingest import ingest_sources, read_skill_file
+from skill_assets.lib.corpus.skill_files import FolderReject, walk_skill_files
 from skill_assets.lib.corpus.sources import SourceSpec
 
 GOOD_EN = "---\nname: Git Rebase Helper\ndescription: Helps rebase feature branches onto main\nversion: 3\n---\n# Rebase\nUse interactive rebase to squash commits before merging.\n"
@@ -206,13 +207,16 @@ def test_parallel_read_matches_serial(tmp_path, monkeypatch):
     assert len(serial.raw_skills) == 12 and [r["reason"] for r in serial.rejects] == ["binary"]
 
 
-def test_iter_skill_files_sorted_and_no_symlinked_dirs(tmp_path):
+def test_walk_sorted_and_symlinked_dirs_listed_not_followed(tmp_path):
     root = tmp_path / "r"
     _write(root / "b" / "SKILL.md", GOOD_EN)
     _write(root / "a" / "Skill.MD", GOOD_EN)
     _write(tmp_path / "elsewhere" / "x" / "SKILL.md", GOOD_EN)
     os.symlink(tmp_path / "elsewhere", root / "c-linkdir")
-    assert [p.relative_to(root).as_posix() for p in iter_skill_files(root)] == ["a/Skill.MD", "b/SKILL.md"]
+    entries = list(walk_skill_files(root))
+    assert [p.relative_to(root).as_posix() for p in entries if isinstance(p, Path)] == ["a/Skill.MD", "b/SKILL.md"]
+    [folder] = [e for e in entries if isinstance(e, FolderReject)]
+    assert folder.code == "folder_symlink" and folder.path == root / "c-linkdir"
 
 
 def test_read_skill_file_direct(tmp_path):

@@ -50,3 +50,17 @@ def test_release_loads_everywhere(tmp_path):
 
 def test_same_benchmark_same_version(tmp_path):
     assert export_release(tmp_path / "a", *_frames()).name == export_release(tmp_path / "b", *_frames()).name
+
+
+def test_release_carries_the_review_state_and_its_agreement(tmp_path):
+    skills, queries, skips, audit = _frames()
+    queries = queries.with_columns(pl.Series("review_status", ["unreviewed", "corrected", "unreviewed"]))
+    rounds = pl.DataFrame([{"kind": "skill_set", "round": 1, "n_items": 40, "n_reviewers": 3, "agreement": 0.95,
+                            "disagreement_rate": 0.05, "kappa": 0.81, "kappa_method": "fleiss", "per_skill_kappa": 0.9,
+                            "mean_rating": None}])
+    root = export_release(tmp_path, skills, queries, skips, audit, rounds)
+    assert pl.read_parquet(root / "queries" / "test.parquet")["review_status"].to_list() == ["corrected"]
+    card = (root / "README.md").read_text()
+    review = card.split("## Human review")[1].split("\n## ")[0]
+    assert "corrected" in review and "unreviewed" in review
+    assert "| skill_set | 1 | 40 | 3 | 95.0 % | 5.0 % | 0.810 (fleiss) | 0.900 | – |" in card

@@ -1,0 +1,242 @@
+"""Extract the skill files of an archive (.tar, .tar.gz, .tgz, .zip) under limits, member by member.
+
+An archive is someone else's bytes: a 400 KB zip can hold 400 MB of zeros, a tar can name one
+member twice or make a file and a folder of one name. So only what ingest reads is extracted
+(``SKILL.md`` and ``LICENSE*`` / ``COPYING*`` members; everything else is never written), under
+three limits, and every member that is not extracted is a reject row of its own — the good
+members of the same archive still ingest:
+
+* ``unsafe_archive_path`` (absolute or ``..``), ``archive_link`` (link or special member);
+* ``archive_member_too_large`` — a member over ``max_member_bytes`` (counted while copying, not
+  taken from the header);
+* ``archive_total_too_large`` / ``archive_ratio_too_high`` — the bytes written pass
+  ``max_total_bytes``, or the bytes decompressed pass ``max_ratio`` × the archive's size (once
+  past ``ratio_floor_bytes``): extraction stops there, and the row says later members were not read;
+* ``duplicate_archive_member`` — a name already extracted (the first copy is kept);
+* ``archive_name_clash`` — a member whose path needs a folder where a file is, or the reverse.
+
+Tar archives are read as a stream, so decompression (the time a bomb costs) is bounded by the
+same ratio limit.
+"""
+from __future__ import annotations
+
+import re
+import tarfile
+import zipfile
+import zlib
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import IO
+
+CHUNK = 1 << 16
+SKILL_MEMBER = "skill.md"
+LICENSE_PREFIXES = ("LICENSE", "LICENCE", "COPYING")
+
+
+class ArchiveError(RuntimeError):
+    """The archive cannot be opened at all."""
+
+
+@dataclass(frozen=True)
+class ArchiveLimits:
+    """Defaults stop a bomb yet pass any real skill archive (7,235 real skills: 90 MB of SKILL.md files)."""
+
+    max_member_bytes: int = 4_000_000
+    max_total_bytes: int = 2_000_000_000
+    max_ratio: float = 100.0
+    ratio_floor_bytes: int = 64_000_000
+
+
+DEFAULT_LIMITS = ArchiveLimits()
+
+
+@dataclass(frozen=True)
+class _Member:
+    """One archive entry, whatever the archive format."""
+
+    name: str
+    is_dir: bool
+    is_regular_file: bool
+    size: int
+    open: Callable[[], IO[bytes] | None]
+
+
+class _Stop(Exception):
+    """A limit that ends the whole extraction; ``code`` and ``message`` become the member's reject."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code, self.message = code, message
+
+
+def is_wanted(name: str) -> bool:
+    """SKILL.md (any case) or a license file: the only members ingest reads."""
+    base = PurePosixPath(name.replace("\\", "/")).name
+    return base.lower() == SKILL_MEMBER or base.upper().startswith(LICENSE_PREFIXES)
+
+
+def safe_member_path(name: str) -> PurePosixPath | None:
+    p = PurePosixPath(name.replace("\\", "/"))
+    if p.is_absolute() or ".." in p.parts or re.match(r"^[a-zA-Z]:", name) or not p.parts:
+        return None
+    return p
+
+
+class _Reader:
+    """Members of a zip (central directory) or a tar (read as a stream: nothing is decompressed twice)."""
+
+    def __init__(self, archive: Path, stack: ExitStack) -> None:
+        self.zip: zipfile.ZipFile | None = None
+        self.tar: tarfile.TarFile | None = None
+        try:
+            if zipfile.is_zipfile(archive):
+                self.zip = stack.enter_context(zipfile.ZipFile(archive))
+            else:
+                self.tar = stack.enter_context(tarfile.open(archive, mode="r|*"))
+        except (tarfile.TarError, zipfile.BadZipFile, EOFError, OSError) as exc:
+            raise ArchiveError(f"archive {archive} cannot be opened: {exc}") from exc
+
+    @property
+    def stream_offset(self) -> int:
+        """Bytes of the decompressed tar stream read so far (zip members are decompressed only when copied)."""
+        return self.tar.offset if self.tar is not None else 0
+
+    def members(self) -> Iterator[_Member]:
+        if self.zip is not None:
+            zf = self.zip
+            for info in zf.infolist():
+                is_link = (info.external_attr >> 16) & 0o170000 == 0o120000
+                yield _Member(info.filename, info.is_dir(), not is_link, info.file_size,
+                              lambda info=info: zf.open(info))
+            return
+        tf = self.tar
+        assert tf is not None
+        try:
+            for member in tf:
+                yield _Member(member.name, member.isdir(), member.isfile(), member.size,
+                              lambda m=member: tf.extractfile(m))
+        except (tarfile.TarError, EOFError, OSError, zlib.error) as exc:
+            raise _Stop("unreadable", f"archive is damaged after this member ({type(exc).__name__}: {exc}); "
+                                      "later members not read") from exc
+
+
+class _MemberTooLarge(Exception):
+    """One member over its cap: that member is skipped, the others still extract."""
+
+
+class _Extraction:
+    """Bytes decompressed and written so far, checked against the limits."""
+
+    def __init__(self, archive: Path, dest: Path, limits: ArchiveLimits) -> None:
+        self.dest, self.limits = dest, limits
+        self.archive_bytes = max(1, archive.stat().st_size)
+        self.written = 0
+        self.decompressed = 0
+
+    def check_ratio(self, decompressed: int) -> None:
+        allowed = max(self.limits.ratio_floor_bytes, self.limits.max_ratio * self.archive_bytes)
+        if decompressed > allowed:
+            raise _Stop("archive_ratio_too_high",
+                        f"{decompressed} bytes decompressed from a {self.archive_bytes}-byte archive "
+                        f"(ratio limit {self.limits.max_ratio:g}); extraction stopped, later members not read")
+
+    def copy(self, src: IO[bytes], target: Path) -> None:
+        """Copy one member, counting bytes as they come; on any limit the partial file is removed."""
+        size = 0
+        out = open(target, "xb")  # never overwrites: an existing path is a clash, reported by the caller
+        try:
+            with out:
+                while chunk := src.read(CHUNK):
+                    size += len(chunk)
+                    self.decompressed += len(chunk)
+                    if size > self.limits.max_member_bytes:
+                        raise _MemberTooLarge(f"more than {self.limits.max_member_bytes} bytes; not extracted")
+                    self.written += len(chunk)
+                    if self.written > self.limits.max_total_bytes:
+                        raise _Stop("archive_total_too_large",
+                                    f"extracted bytes passed {self.limits.max_total_bytes}; extraction stopped, "
+                                    "later members not read")
+                    self.check_ratio(self.decompressed)
+                    out.write(chunk)
+        except BaseException:
+            target.unlink(missing_ok=True)
+            raise
+
+
+def _clash(dest: Path, rel: PurePosixPath) -> str | None:
+    """Why ``rel`` cannot be written under ``dest`` (a file where a folder must be, or the reverse)."""
+    parent = dest
+    for part in rel.parts[:-1]:
+        parent = parent / part
+        if parent.exists() and not parent.is_dir():
+            return f"'{parent.relative_to(dest).as_posix()}' is a file in this archive, and this member needs it as a folder"
+    if (dest / rel).is_dir():
+        return "a folder of this name is in this archive"
+    return None
+
+
+def extract_skill_members(archive: Path, dest: Path, source_name: str,
+                          limits: ArchiveLimits = DEFAULT_LIMITS) -> list[dict]:
+    """Extract the SKILL.md and license members of ``archive`` into ``dest``; a reject row per member not extracted.
+
+    Raises ArchiveError when the archive cannot be opened at all.
+    """
+    rejects: list[dict] = []
+    run = _Extraction(archive, dest, limits)
+    extracted: set[PurePosixPath] = set()
+    current = archive.name
+
+    def reject(name: str, code: str, message: str) -> None:
+        rejects.append({"source": source_name, "path": name, "reason": code, "message": message})
+
+    with ExitStack() as stack:
+        reader = _Reader(archive, stack)
+        try:
+            for member in reader.members():
+                current = member.name
+                run.decompressed = max(run.decompressed, reader.stream_offset)
+                run.check_ratio(run.decompressed)
+                if member.is_dir or not is_wanted(member.name):
+                    continue
+                rel = safe_member_path(member.name)
+                if rel is None:
+                    reject(member.name, "unsafe_archive_path", "absolute or '..' path in archive; not extracted")
+                elif not member.is_regular_file:
+                    reject(member.name, "archive_link", "link or special member in archive; not extracted")
+                elif rel in extracted:
+                    reject(member.name, "duplicate_archive_member",
+                           "this name occurs earlier in the archive; the first copy is kept, this one not extracted")
+                elif member.size > limits.max_member_bytes:
+                    reject(member.name, "archive_member_too_large",
+                           f"{member.size} bytes exceeds the member cap of {limits.max_member_bytes}; not extracted")
+                elif (why := _clash(dest, rel)) is not None:
+                    reject(member.name, "archive_name_clash", f"{why}; not extracted")
+                elif _extract_one(run, member, rel, reject):
+                    extracted.add(rel)
+        except _Stop as stop:
+            reject(current, stop.code, stop.message)
+    return rejects
+
+
+def _extract_one(run: _Extraction, member: _Member, rel: PurePosixPath,
+                 reject: Callable[[str, str, str], None]) -> bool:
+    """Copy one member to its place; False (and a reject row) when it could not be written."""
+    target = run.dest / rel
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        src = member.open()
+        if src is None:
+            reject(member.name, "archive_link", "member has no data; not extracted")
+            return False
+        with src:
+            run.copy(src, target)
+        return True
+    except _MemberTooLarge as exc:
+        reject(member.name, "archive_member_too_large", str(exc))
+    except (NotADirectoryError, IsADirectoryError, FileExistsError) as exc:
+        reject(member.name, "archive_name_clash", f"{exc.strerror}; not extracted")
+    except (OSError, zipfile.BadZipFile, tarfile.TarError, EOFError, zlib.error) as exc:
+        reject(member.name, "unreadable", f"{type(exc).__name__}: {exc}; not extracted")
+    return False

@@ -1,0 +1,215 @@
+"""Fuzz suite: every hostile input of issue 17 (and the ones handled before) through ingest, each under a timeout.
+
+For every case: the run completes, every file is accounted for with its reason (the good skills
+beside it still ingest), nothing is written outside the work folder, temp-disk use stays under
+the archive limits, and nothing is left behind.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import duckdb
+import pytest
+from hostile_inputs import (
+    CASES,
+    MAX_BYTES,
+    add_folder_hazards,
+    build_tree,
+    good,
+    permission_denied,
+    tar_gz,
+    write,
+    zip_file,
+)
+
+import skill_assets.lib.corpus.ingest as ingest_mod
+from skill_assets.lib.corpus.archives import ArchiveLimits
+from skill_assets.lib.corpus.corpus_store import dedup_in_store, ingest_into_store
+from skill_assets.lib.corpus.dedup import DedupConfig
+from skill_assets.lib.corpus.ingest import UNCOUNTED_REASONS, ingest_sources
+from skill_assets.lib.corpus.sources import SourceSpec
+from skill_assets.lib.corpus.workspace import PREFIX, ingest_workdir
+
+pytestmark = pytest.mark.timeout(60)
+LIMITS = ArchiveLimits(max_member_bytes=100_000, max_total_bytes=400_000, max_ratio=10, ratio_floor_bytes=1_000_000)
+
+
+def tree_snapshot(root: Path, skip: set[Path]) -> set[str]:
+    return {p.relative_to(root).as_posix() for p in root.rglob("*")
+            if not any(p == s or s in p.parents for s in skip)}
+
+
+def outcome(result) -> dict[tuple[str, str], str]:
+    """(source, path) -> 'raw' or the reject reason ('|'-joined where one archive name occurs twice)."""
+    out: dict[tuple[str, str], str] = {}
+    for key, what in [((r["source"], r["path"]), "raw") for r in result.raw_skills] + [
+            ((r["source"], r["path"]), r["reason"]) for r in result.rejects]:
+        out[key] = "|".join(sorted(filter(None, [out.get(key), what])))
+    assert all(r["message"] for r in result.rejects)
+    return out
+
+
+def accounted(result) -> bool:
+    counted = [r for r in result.rejects if r["reason"] not in UNCOUNTED_REASONS]
+    return result.files_seen == len(result.raw_skills) + len(counted)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_each_hostile_file_is_one_reject_and_its_neighbour_ingests(case, tmp_path):
+    root, work = tmp_path / "src", tmp_path / "work"
+    work.mkdir()
+    case.build(root / "bad", tmp_path / "outside.md")
+    write(root / "fine" / "SKILL.md", good("fine"))
+    result = ingest_sources([SourceSpec("s", "dir", str(root))], work, max_bytes=MAX_BYTES)
+    assert outcome(result) == {("s", "bad/SKILL.md"): case.reason, ("s", "fine/SKILL.md"): "raw"}
+    assert accounted(result)
+    assert not Path("HACKED").exists() and not (root / "bad" / "HACKED").exists()
+
+
+def test_whole_hostile_tree_through_the_store(tmp_path, monkeypatch):
+    """All cases in one source, plus folder hazards and an unreadable LICENSE, into DuckDB: nothing aborts."""
+    root, work, db = tmp_path / "src", tmp_path / "work", tmp_path / "store" / "s.duckdb"
+    work.mkdir()
+    expected = build_tree(root, tmp_path / "outside.md")
+    folders = add_folder_hazards(root)
+    write(root / "good-a" / "LICENSE", "MIT License")
+    os.mkfifo(root / "nested" / "LICENSE")  # a FIFO named LICENSE beside a good skill
+    write(root / "perm" / "SKILL.md", good("perm"))
+    write(root / "perm" / "LICENSE", "MIT License")
+    before = tree_snapshot(tmp_path, {work, db.parent})
+    with permission_denied(monkeypatch, root / "locked", root / "perm" / "LICENSE"):
+        result = ingest_into_store(db, [SourceSpec("s", "dir", str(root))], work, MAX_BYTES, 1)
+        dedup_in_store(db, ["s"], DedupConfig())
+    got = outcome(result)
+    for path, reason in expected.items():
+        assert got.pop(("s", path)) == reason, path
+    for path, reason in folders.items():
+        assert got.pop(("s", path)) == reason, path
+    assert got == {("s", "nested/LICENSE"): "license_unreadable", ("s", "perm/LICENSE"): "license_unreadable",
+                   ("s", "perm/SKILL.md"): "raw"}
+    assert accounted(result)
+    with duckdb.connect(str(db), read_only=True) as con:
+        tables = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+        raw = con.execute("SELECT count(*) FROM raw_skills").fetchone()[0]
+        longest = con.execute("SELECT max(length(extra_front_matter)) FROM raw_skills").fetchone()[0]
+    assert "raw_skills__staging" not in tables and raw == len(result.raw_skills) == 3
+    assert longest < 1000
+    assert tree_snapshot(tmp_path, {work, db.parent}) == before  # nothing written outside the work folder
+    assert list(work.iterdir()) == []
+
+
+# --- archives ----------------------------------------------------------------------------------------------
+
+def ingest_archive(tmp_path: Path, archive: Path, monkeypatch) -> tuple[dict, object, list[int]]:
+    """Ingest one archive source under LIMITS; also the temp-disk use measured right after extraction."""
+    work = tmp_path / "work"
+    work.mkdir(exist_ok=True)
+    peaks: list[int] = []
+    real_prepare = ingest_mod.prepare_source
+
+    def measured(spec, workdir, limits):
+        src = real_prepare(spec, workdir, limits)
+        peaks.append(sum(p.stat().st_size for p in Path(workdir).rglob("*") if p.is_file()))
+        return src
+
+    monkeypatch.setattr(ingest_mod, "prepare_source", measured)
+    before = tree_snapshot(tmp_path, {work})
+    result = ingest_sources([SourceSpec("a", "archive", str(archive))], work, max_bytes=MAX_BYTES,
+                            archive_limits=LIMITS)
+    assert tree_snapshot(tmp_path, {work}) == before and list(work.iterdir()) == []
+    assert accounted(result)
+    return outcome(result), result, peaks
+
+
+def test_tar_bomb_of_non_skill_content_stops_at_the_ratio(tmp_path, monkeypatch):
+    archive = tar_gz(tmp_path / "bomb.tar.gz", [("ok/SKILL.md", good("ok").encode(), "file"),
+                                                 ("blob.bin", b"\0" * 30_000_000, "file"),
+                                                 ("late/SKILL.md", good("late").encode(), "file")])
+    assert archive.stat().st_size < 100_000
+    got, _, peaks = ingest_archive(tmp_path, archive, monkeypatch)
+    assert got == {("a", "ok/SKILL.md"): "raw", ("a", "blob.bin"): "archive_ratio_too_high"}
+    assert max(peaks) < 10_000  # only the skill file was ever written
+
+
+def test_zip_bomb_of_skill_members_stops_at_the_ratio_and_member_cap(tmp_path, monkeypatch):
+    members = [("good/SKILL.md", good("good").encode()), ("huge/SKILL.md", b"\0" * 5_000_000)]
+    members += [(f"z{i:02d}/SKILL.md", b"---\n" + b"\0" * 90_000) for i in range(40)]
+    archive = zip_file(tmp_path / "bomb.zip", members)
+    got, _, peaks = ingest_archive(tmp_path, archive, monkeypatch)
+    assert got.pop(("a", "good/SKILL.md")) == "raw"
+    assert got.pop(("a", "huge/SKILL.md")) == "archive_member_too_large"
+    stop = [k for k, v in got.items() if v in ("archive_ratio_too_high", "archive_total_too_large")]
+    assert len(stop) == 1 and all(v == "too_large" for k, v in got.items() if k not in stop)
+    assert max(peaks) <= LIMITS.max_total_bytes
+
+
+def test_duplicate_members_and_name_clashes_are_rejected_per_member(tmp_path, monkeypatch):
+    archive = tar_gz(tmp_path / "clash.tar.gz", [
+        ("dup/SKILL.md", good("first").encode(), "file"),
+        ("dup/SKILL.md", good("second").encode(), "file"),
+        ("x/SKILL.md", good("x").encode(), "file"),
+        ("x/SKILL.md/SKILL.md", good("under-a-file").encode(), "file"),
+        ("LICENSE", b"MIT License", "file"),
+        ("LICENSE/SKILL.md", good("under-license").encode(), "file"),
+        ("../escape/SKILL.md", good("e").encode(), "file"),
+        ("/abs/SKILL.md", good("a").encode(), "file"),
+        ("linky/SKILL.md", b"/etc/passwd", "symlink"),
+        ("big/SKILL.md", b"y" * 200_000, "file"),
+        ("fine/SKILL.md", good("fine").encode(), "file"),
+    ])
+    got, result, _ = ingest_archive(tmp_path, archive, monkeypatch)
+    assert got == {("a", "dup/SKILL.md"): "duplicate_archive_member|raw", ("a", "x/SKILL.md"): "raw",
+                   ("a", "x/SKILL.md/SKILL.md"): "archive_name_clash",
+                   ("a", "LICENSE/SKILL.md"): "archive_name_clash",
+                   ("a", "../escape/SKILL.md"): "unsafe_archive_path", ("a", "/abs/SKILL.md"): "unsafe_archive_path",
+                   ("a", "linky/SKILL.md"): "archive_link", ("a", "big/SKILL.md"): "archive_member_too_large",
+                   ("a", "fine/SKILL.md"): "raw"}
+    assert next(r for r in result.raw_skills if r["skill_id"] == "a/dup")["name"] == "first"  # first copy kept
+    assert not (tmp_path / "escape").exists() and not Path("/abs/SKILL.md").exists()
+
+
+def test_killed_runs_temp_folders_are_removed_at_the_next_start(tmp_path):
+    stale = tmp_path / f"{PREFIX}999999.1-abcd1234"
+    (stale / "archive-x").mkdir(parents=True)
+    write(stale / "archive-x" / "SKILL.md", good("left"))
+    foreign = tmp_path / "someone-elses"
+    foreign.mkdir()
+    with ingest_workdir(tmp_path) as (work, removed):
+        assert removed == [stale] and not stale.exists() and work.is_dir()
+        mine = work
+    assert not mine.exists() and foreign.exists()
+
+
+def test_extraction_is_removed_when_ingest_fails_midway(tmp_path, monkeypatch):
+    archive = tar_gz(tmp_path / "ok.tar.gz", [("s/SKILL.md", good("s").encode(), "file")])
+    work = tmp_path / "work"
+    work.mkdir()
+
+    def boom(*_a, **_k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(ingest_mod, "_ingest_one", boom)
+    with pytest.raises(KeyboardInterrupt):
+        ingest_sources([SourceSpec("a", "archive", str(archive))], work)
+    assert list(work.iterdir()) == []
+    shutil.rmtree(work)
+
+
+def test_a_failed_ingest_leaves_no_staging_table_and_the_old_corpus(tmp_path, monkeypatch):
+    root, db = tmp_path / "src", tmp_path / "s.duckdb"
+    write(root / "one" / "SKILL.md", good("one"))
+    ingest_into_store(db, [SourceSpec("s", "dir", str(root))], tmp_path, MAX_BYTES, 1)
+    write(root / "two" / "SKILL.md", good("two"))
+
+    def fail_midway(*_a, **_k):
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr("skill_assets.lib.corpus.corpus_store._publish", fail_midway)
+    with pytest.raises(RuntimeError, match="disk full"):
+        ingest_into_store(db, [SourceSpec("s", "dir", str(root))], tmp_path, MAX_BYTES, 1)
+    with duckdb.connect(str(db), read_only=True) as con:
+        tables = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+        assert con.execute("SELECT skill_id FROM raw_skills").fetchall() == [("s/one",)]
+    assert "raw_skills__staging" not in tables

@@ -1,0 +1,44 @@
+"""Review items: seeded samples of the sizes configured, and next rounds only for disputed items."""
+from datetime import UTC, datetime
+
+from skill_assets.lib.review.items import (
+    merge_rounds,
+    naturalness_items,
+    next_round_items,
+    project_title,
+    skill_set_items,
+    taxonomy_items,
+)
+
+QUERIES = [{"query_id": f"q{i}", "query": f"request {i}", "direction": "en2en", "k": 1 + i % 3,
+            "skill_ids": [f"s{j}" for j in range(1 + i % 3)]} for i in range(12)]
+
+
+def test_every_multi_skill_query_and_a_seeded_quarter_for_naturalness():
+    items = skill_set_items(QUERIES, {}, 3)
+    assert len(items) == sum(q["k"] >= 2 for q in QUERIES) and all(i["reviewers_needed"] == 3 for i in items)
+    sample = naturalness_items(QUERIES, 0.25, seed=7, reviewers_needed=3)
+    assert len(sample) == 3 and sample == naturalness_items(QUERIES, 0.25, seed=7, reviewers_needed=3)
+    assert sample != naturalness_items(QUERIES, 0.25, seed=8, reviewers_needed=3)
+
+
+def test_taxonomy_sample_takes_rule_hits_per_class_only():
+    skips = [{"record_id": f"x{i}", "direction": "en2en", "k": 2, "skill_ids": ["a", "b"], "rationale": "r",
+              "label": "L1" if i % 2 else "L2", "rule_id": None if i == 0 else "rule", "matched_span": "m"}
+             for i in range(9)]
+    items = taxonomy_items(skips, per_class=2, seed=0, reviewers_needed=2)
+    assert sorted(i["taxonomy_label"] for i in items) == ["L1", "L1", "L2", "L2"]
+    assert "taxonomy:x0" not in {i["item_id"] for i in items}  # no rule matched: not a rule hit
+
+
+def test_next_round_once_per_disputed_item_excluding_who_saw_it():
+    tasks = [t | {"created_at": None} for t in skill_set_items(QUERIES[1:3], {}, 2)]
+    latest = {t["item_id"]: {"round": 1, "status": s} for t, s in zip(tasks, ("disputed", "settled"))}
+    verdicts = [{"item_id": tasks[0]["item_id"], "reviewer": r} for r in ("bob", "alice")]
+    later = next_round_items(tasks, latest, verdicts, reviewers_needed=1)
+    assert [(t["item_id"], t["round"], t["exclude_reviewers"], t["project"]) for t in later] == [
+        (tasks[0]["item_id"], 2, ["alice", "bob"], project_title("skill_set", 2))]
+    now = datetime(2026, 11, 2, tzinfo=UTC)
+    merged = merge_rounds(tasks, tasks, later, "pipeline", now=now)
+    assert next_round_items(merged, latest, verdicts, 1) == []  # the round exists: a rerun adds nothing
+    assert [t["created_at"] for t in merged if t["round"] == 2] == [now]

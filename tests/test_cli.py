@@ -1,0 +1,144 @@
+"""``skill-assets sql`` and ``skill-assets materialize`` as a script or an adversary uses them (issue 17).
+
+sql: nothing but queries runs, nothing outside the store is read or written, every failure is one
+line and a non-zero status. materialize: the README's own ``--select 'key:skills+'`` plans whole
+multi-assets, a bad selection is one line with the valid form, runs of killed processes are
+marked failed at the next start, and a run whose every LLM request FAILED exits 1 with a summary.
+"""
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import dagster as dg
+import duckdb
+import pytest
+
+from skill_assets.cli import main
+from skill_assets.lib.common import store as store_lib
+from skill_assets.lib.common.processes import process_token
+from skill_assets.lib.common.tables import frame
+from skill_assets.materialize import HOST_TAG, PROCESS_TAG, all_failed_summary, mark_stale_runs, plan_runs
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def db(tmp_path, monkeypatch) -> Path:
+    path = tmp_path / "s.duckdb"
+    with duckdb.connect(str(path)) as con:
+        con.execute("CREATE TABLE t AS SELECT 1 AS a")
+    monkeypatch.setenv("SKILL_ASSETS_DB", str(path))
+    return path
+
+
+def run_sql_text(tmp_path: Path, sql: str, capsys) -> tuple[int, str, str]:
+    f = tmp_path / "q.sql"
+    f.write_text(sql)
+    rc = main(["sql", str(f)])
+    out = capsys.readouterr()
+    return rc, out.out, out.err
+
+
+@pytest.mark.parametrize("sql, code, words", [
+    ("COPY (SELECT 'x') TO '{db}'", 2, "COPY"),
+    ("COPY t TO '{tmp}/out.csv'", 2, "COPY"),
+    ("INSTALL httpfs", 2, "refused"),
+    ("ATTACH '{tmp}/other.duckdb' AS o", 2, "ATTACH"),
+    ("SET enable_external_access = true; SELECT 1", 2, "SET"),
+    ("EXPORT DATABASE '{tmp}/exp'", 2, "refused"),
+    ("CREATE TABLE u (a INT)", 2, "CREATE"),
+    ("SELECT * FROM read_text('/etc/hostname')", 1, "disabled by configuration"),
+    ("SELECT * FROM '{tmp}/x.csv'", 1, "disabled by configuration"),
+    ("SELEC 1", 2, "syntax error"),
+    ("", 2, "no SQL statement"),
+    ("-- only a comment\n", 2, "no SQL statement"),
+    ("SELECT * FROM missing_table", 1, "missing_table"),
+])
+def test_sql_refuses_and_fails_in_one_line(sql, code, words, db, tmp_path, capsys):
+    (tmp_path / "x.csv").write_text("a\n1\n")
+    before = db.read_bytes()
+    rc, out, err = run_sql_text(tmp_path, sql.format(db=db, tmp=tmp_path), capsys)
+    assert rc == code and words in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert db.read_bytes() == before
+    assert not (tmp_path / "out.csv").exists() and not (tmp_path / "exp").exists()
+    assert not (tmp_path / "other.duckdb").exists()
+
+
+def test_sql_runs_queries(db, tmp_path, capsys):
+    rc, out, err = run_sql_text(tmp_path, "SELECT 41 AS x; SELECT a + 1 AS answer FROM t", capsys)
+    assert rc == 0 and "answer" in out and "2" in out and not err
+    f = tmp_path / "missing.sql"
+    assert main(["sql", str(f)]) == 2 and len(capsys.readouterr().err.strip().splitlines()) == 1
+
+
+def test_readme_selection_takes_whole_multi_assets():
+    runs = plan_runs(["key:skills+"])
+    first = {k.to_user_string() for k in runs[0][0]}
+    assert {"skills", "skill_duplicates", "skill_embeddings"} <= first
+
+
+@pytest.mark.parametrize("selection", ["key:nope", "key:skills+ ((("])
+def test_bad_selection_is_one_line_with_the_valid_form(selection, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("SKILL_ASSETS_DB", str(tmp_path / "s.duckdb"))
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
+    assert main(["materialize", "--select", selection]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "--select 'key:skills+'" in err and "Traceback" not in err
+
+
+def test_runs_of_killed_processes_are_marked_failed(tmp_path):
+    from dagster._core.storage.dagster_run import DagsterRun
+
+    dead = subprocess.run([sys.executable, "-c", "from skill_assets.lib.common.processes import process_token;"
+                           "print(process_token())"], capture_output=True, text=True, check=True,
+                          env={**os.environ, "PYTHONPATH": str(REPO)}).stdout.strip()
+    host = socket.gethostname()
+    with dg.DagsterInstance.local_temp(str(tmp_path)) as instance:
+        runs = {}
+        for name, token in (("dead", dead), ("alive", process_token())):
+            run = DagsterRun(job_name="__ASSET_JOB", run_id=str(uuid.uuid4()), status=dg.DagsterRunStatus.STARTED,
+                             tags={PROCESS_TAG: token, HOST_TAG: host})
+            instance.add_run(run)
+            runs[name] = run.run_id
+        assert mark_stale_runs(instance) == [runs["dead"]]
+        assert instance.get_run_by_id(runs["dead"]).status == dg.DagsterRunStatus.FAILURE
+        assert instance.get_run_by_id(runs["alive"]).status == dg.DagsterRunStatus.STARTED
+
+
+def test_all_failed_summary_names_the_asset_and_reasons():
+    @dg.asset
+    def llm_records():
+        return dg.MaterializeResult(metadata={"records": 3, "decisions/FAILED": 3, "failed/request": 2,
+                                              "failed/circuit_open": 1, "stop_reason": "circuit_open: 8 attempts"})
+
+    @dg.asset
+    def half():
+        return dg.MaterializeResult(metadata={"records": 3, "decisions/FAILED": 1})
+
+    result = dg.materialize([llm_records, half])
+    [line] = all_failed_summary(result, "en2en")
+    assert line.startswith("llm_records [en2en]: all 3 records FAILED (circuit_open: 1, request: 2")
+
+
+def test_materialize_exits_1_when_every_request_failed(tmp_path, fault_server):
+    """The whole CLI against an endpoint that refuses every request: non-zero exit, a summary, no 'done'."""
+    db = tmp_path / "s.duckdb"
+    skills = [{"skill_id": f"s{i}", "source": "t", "path": f"s{i}/SKILL.md", "name": f"skill-{i}",
+               "description": f"does thing {i}", "body": f"How to do thing {i}. " * 10, "language": "en",
+               "content_hash": f"h{i}", "n_duplicates": 0} for i in range(2)]
+    combos = [{"combination_id": f"en2en-{j}", "pool": "train", "direction": "en2en", "k": 1, "skill_ids": [f"s{j}"],
+               "neighbourhood": "any", "style": "task_direct"} for j in range(2)]
+    store_lib.replace_table(db, "skills", frame("skills", skills))
+    store_lib.replace_table(db, "skill_combinations", frame("skill_combinations", combos))
+    fault_server.default = "401"
+    env = {**os.environ, "SKILL_ASSETS_DB": str(db), "DAGSTER_HOME": str(tmp_path / "home"),
+           "SKILL_ASSETS_LLM_BASE_URL": fault_server.url, "PYTHONPATH": str(REPO)}
+    proc = subprocess.run([sys.executable, "-m", "skill_assets.cli", "materialize", "--select", "key:llm_records",
+                           "--partition", "en2en"], env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    assert "llm_records [en2en]: all 2 records FAILED" in proc.stderr and "done" not in proc.stdout

@@ -5,12 +5,13 @@ import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+from bilingual_pool import write_pool, write_requests  # noqa: E402
+
 from skill_assets.router import Router, load_pool  # noqa: E402
 from skill_assets.router.benchmark_requests import read_requests  # noqa: E402
 from skill_assets.router.fusion_training import save_router_model, train_fusion  # noqa: E402
 from skill_assets.router.registry import bundled_minilm  # noqa: E402
 from skill_assets.router.signals import SIGNALS  # noqa: E402
-from tests.router.bilingual_pool import write_pool, write_requests  # noqa: E402
 
 
 @pytest.fixture(scope="session")

@@ -7,11 +7,12 @@ import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+from bilingual_pool import write_pool  # noqa: E402
+
 from skill_assets.router import Router, load_pool  # noqa: E402
 from skill_assets.router.chunking import best_piece, chunk_embeddings, text_chunks  # noqa: E402
 from skill_assets.router.registry import bundled_minilm  # noqa: E402
 from skill_assets.router.signals import SIGNALS  # noqa: E402
-from tests.router.bilingual_pool import write_pool  # noqa: E402
 
 #: about 3,000 characters of project context that names no skill's topic
 PREAMBLE = " ".join(

@@ -9,9 +9,10 @@ import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+from bilingual_pool import SKILLS as BILINGUAL_SKILLS  # noqa: E402
+
 from skill_assets.router import Router, load_pool  # noqa: E402
 from skill_assets.router.cli import main as route_main  # noqa: E402
-from tests.router.bilingual_pool import SKILLS as BILINGUAL_SKILLS  # noqa: E402
 
 DOCKER_QUERY = "my docker compose containers cannot reach each other"
 

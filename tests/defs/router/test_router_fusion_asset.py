@@ -12,6 +12,7 @@ from pathlib import Path
 import dagster as dg
 import polars as pl
 import pytest
+from bilingual_pool import REQUESTS, SKILLS
 
 from skill_assets.definitions import defs
 from skill_assets.defs.resources import DuckDBStore, bundled_minilm, default_resources
@@ -19,7 +20,6 @@ from skill_assets.lib.common import store as store_lib
 from skill_assets.lib.common.tables import frame
 from skill_assets.router import Router, Skill
 from skill_assets.router.systems import ablation_table
-from tests.router.bilingual_pool import REQUESTS, SKILLS
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 ROUTER_SYSTEMS = {"signal:bm25", "signal:dense", "signal:multilingual", "rrf:bm25+dense", "rrf:bm25+multilingual",

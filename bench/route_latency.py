@@ -5,9 +5,12 @@
 Parses every SKILL.md under /work/shared/corpus/github-skills/repos (unparsable files are skipped
 and counted), then adds deterministic variants (renamed, body paragraphs rotated) until the pool
 has ``--pool-size`` distinct ids; nothing is copied into the repository. Indexes the pool through
-``Router`` (embedding cache under ``--cache-dir``: the first run encodes, reruns are cache hits),
-then times single-query routing (embed + exact search; embed + search + cross-encoder rerank of
-the top 20) and ``per_query_metrics`` on 10,000 random depth-50 rankings over the pool.
+``Router`` (every index cached under ``--cache-dir``: the first run encodes, reruns are cache hits),
+then times single-query routing: the hybrid path (BM25 + bi-encoder + multilingual encoder, the
+learned fusion and the selection cut; ``--fusion`` or the store's newest ``router_fusion``), the
+bi-encoder alone (embed + exact search) and embed + search + cross-encoder rerank of the top 20;
+then a second start: a fresh ``Router`` over the same pool and cache (index load + first request);
+then ``per_query_metrics`` on 10,000 random depth-50 rankings over the pool.
 The last stdout line is one JSON object with the figures.
 """
 from __future__ import annotations
@@ -28,8 +31,9 @@ from skill_assets.lib.common.encoder_backends import BACKENDS  # noqa: E402
 from skill_assets.lib.common.metrics import per_query_metrics  # noqa: E402
 from skill_assets.lib.corpus.frontmatter import SkillParseError, parse_skill_markdown  # noqa: E402
 from skill_assets.router.pools import Skill  # noqa: E402
-from skill_assets.router.registry import bundled_minilm, registered_model  # noqa: E402
+from skill_assets.router.registry import bundled_minilm, load_fusion, registered_fusion, registered_model  # noqa: E402
 from skill_assets.router.routing import Router, stderr_log  # noqa: E402
+from skill_assets.router.signals import SIGNALS  # noqa: E402
 
 CORPUS = Path("/work/shared/corpus/github-skills/repos")
 
@@ -105,6 +109,8 @@ def main(argv: list[str] | None = None) -> int:
                          "torch (fp32)")
     ap.add_argument("--embedder-backend", default="torch-bf16", choices=BACKENDS,
                     help="how pool documents are embedded (as `skill-assets route --embedder-backend`)")
+    ap.add_argument("--fusion", default=None, help="fusion model folder (default: newest router_fusion in "
+                                                   "$SKILL_ASSETS_DB; bench/router_curated.py --model-dir writes one)")
     ap.add_argument("--index-only", action="store_true", help="build the pool and index, then stop")
     ap.add_argument("--metrics-queries", type=int, default=10_000)
     ap.add_argument("--seed", type=int, default=13)
@@ -122,16 +128,34 @@ def main(argv: list[str] | None = None) -> int:
     embedder = args.embedder or bundled_minilm()
     reranker = args.reranker or registered_model(None, "reranker") or bundled_minilm()
     stderr_log(f"reranker: {reranker}")
-    router = Router(embedder, reranker_path=reranker, cache_dir=args.cache_dir, num_threads=args.threads,
+    fusion_dir = args.fusion or registered_fusion(None)
+    if not fusion_dir:
+        print("no fusion model: pass --fusion DIR (bench/router_curated.py --model-dir) or set SKILL_ASSETS_DB to a "
+              "store with router_fusion", file=sys.stderr)
+        return 2
+    fusion, cut = load_fusion(fusion_dir)
+    settings = dict(reranker_path=reranker, cache_dir=args.cache_dir, num_threads=args.threads,
                     reranker_max_length=args.rerank_max_length, reranker_backend=args.reranker_backend,
-                    embedder_backend=args.embedder_backend,
-                    log=stderr_log)
+                    embedder_backend=args.embedder_backend, signals=SIGNALS, fusion=fusion, selection=cut)
+    router = Router(embedder, log=stderr_log, **settings)
     stats = router.index(pool)
     stderr_log(f"index: {stats.seconds:.1f}s ({stats.encoded} encoded, {stats.cached} cached)")
     if args.index_only:
         return 0
 
     queries = sample_queries(pool, args.queries, args.seed)
+    hybrid = latencies_ms(lambda q: router.route_requests([q], top_k=20, use_reranker=False), queries)
+    stderr_log(f"hybrid (3 signals + fusion + selection): p50 {np.percentile(hybrid, 50):.1f} ms, "
+               f"p95 {np.percentile(hybrid, 95):.1f} ms")
+    t = time.perf_counter()
+    restarted = Router(embedder, **settings)
+    second = restarted.index(pool)
+    second_index_s = time.perf_counter() - t
+    restarted.route_requests([queries[0]], top_k=20, use_reranker=False)
+    second_start_s = time.perf_counter() - t
+    stderr_log(f"second start: every index loaded in {second_index_s:.1f}s ({second.encoded} encoded), "
+               f"first request answered at {second_start_s:.1f}s")
+    router.fusion = None  # the bi-encoder path alone, as before the hybrid router
     search = latencies_ms(lambda q: router.route([q], top_k=20, use_reranker=False), queries)
     stderr_log(f"embed+search: p50 {np.percentile(search, 50):.1f} ms, p95 {np.percentile(search, 95):.1f} ms")
     rr = latencies_ms(lambda q: router.route([q], top_k=20, rerank_depth=20), queries)
@@ -151,6 +175,10 @@ def main(argv: list[str] | None = None) -> int:
 
     print(json.dumps({
         "pool": len(pool), "index_s": round(stats.seconds, 2),
+        "hybrid_p50_ms": round(float(np.percentile(hybrid, 50)), 2),
+        "hybrid_p95_ms": round(float(np.percentile(hybrid, 95)), 2),
+        "second_start_index_s": round(second_index_s, 2), "second_start_first_request_s": round(second_start_s, 2),
+        "fusion": fusion_dir, "fusion_kind": fusion.kind,
         "search_p50_ms": round(float(np.percentile(search, 50)), 2),
         "search_p95_ms": round(float(np.percentile(search, 95)), 2),
         "rerank_p50_ms": round(float(np.percentile(rr, 50)), 2),

@@ -1,4 +1,4 @@
-"""``skill-assets``: materialize the asset graph from scripts and CI, run the users' SQL, route requests.
+"""``skill-assets``: materialize the asset graph from scripts and CI, run the users' SQL, route and serve requests.
 
 Every failure a user can cause (a bad selection, SQL file or pool) is one line on stderr and a
 non-zero exit status, never a traceback.
@@ -10,7 +10,7 @@ import os
 import sys
 from pathlib import Path
 
-from skill_assets.router.cli import add_route_parser, run_route
+from skill_assets.router.cli import add_route_parser, add_serve_parser
 
 
 def run_sql(path: str) -> int:
@@ -50,13 +50,14 @@ def main(argv: list[str] | None = None) -> int:
     s = sub.add_parser("sql", help="run a SQL file against the store (read-only, no file access) and print the result")
     s.add_argument("file")
     add_route_parser(sub)
+    add_serve_parser(sub)
     args = parser.parse_args(argv)
     if args.command == "materialize":
         from skill_assets.materialize import materialize
 
         return materialize(args.select, args.config, args.partition)
-    if args.command == "route":
-        return run_route(args)
+    if args.command in ("route", "serve"):
+        return args.func(args)
     return run_sql(args.file)
 
 

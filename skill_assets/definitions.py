@@ -7,7 +7,7 @@ import warnings
 
 import dagster as dg
 
-from skill_assets.defs import corpus, evaluation, generation, neighbourhoods, review, splits, taxonomy, training
+from skill_assets.defs import corpus, evaluation, generation, neighbourhoods, review, router, splits, taxonomy, training
 from skill_assets.defs.resources import DUCKDB_WRITER_TAG, default_resources
 from skill_assets.defs.schedules import (
     AUTOMATED_ASSETS,
@@ -16,7 +16,7 @@ from skill_assets.defs.schedules import (
     weekly_benchmark_rebuild,
 )
 
-STAGES = (corpus, neighbourhoods, generation, taxonomy, review, splits, training, evaluation)
+STAGES = (corpus, neighbourhoods, generation, taxonomy, review, splits, training, router, evaluation)
 
 executor = dg.multiprocess_executor.configured({
     "max_concurrent": 2,

@@ -17,7 +17,8 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 REPO = Path(__file__).resolve().parent.parent
-LOCAL = {"skill_assets", "fault_server", "hostile_inputs", "conftest"}
+LOCAL = {"skill_assets", "fault_server", "hostile_inputs", "conftest", "bilingual_pool", "label_studio_server",
+         "review_store"}
 
 
 def imported_modules(folder: Path) -> set[str]:

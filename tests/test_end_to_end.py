@@ -17,7 +17,7 @@ REPO = Path(__file__).resolve().parent.parent
 DEMO_CONFIG = REPO / "skill_assets" / "demo" / "demo_run.yaml"
 TABLES = ["raw_skills", "ingest_rejects", "skills", "skill_duplicates", "skill_embeddings", "cluster_sweep", "skill_clusters",
           "skill_pools", "skill_combinations", "llm_records", "query_audit", "skip_taxonomy", "benchmark_queries",
-          "embedder", "reranker", "retrieval_runs", "benchmark_metrics", "benchmark_report"]
+          "embedder", "reranker", "router_fusion", "retrieval_runs", "benchmark_metrics", "benchmark_report"]
 
 
 @pytest.fixture(scope="module")
@@ -78,7 +78,8 @@ def test_benchmark_invariants(demo_store):
                              JOIN skill_pools p ON p.skill_id = u.s WHERE q.split = 'test' AND p.pool <> 'test'""") == 0
         assert count(con, "SELECT count(*) FROM benchmark_queries WHERE split = 'train'") > 0
         systems = {r[0] for r in con.execute("SELECT DISTINCT system FROM benchmark_metrics").fetchall()}
-        assert {"bm25", "embedder:base", "embedder:r3", "reranker:r3"} <= systems
+        assert {"bm25", "embedder:base", "embedder:r3", "reranker:r3", "signal:bm25", "signal:multilingual",
+                "rrf:bm25+multilingual", "fusion", "fusion+reranker:r3"} <= systems
         values = [r[0] for r in con.execute("SELECT value FROM benchmark_metrics WHERE metric <> 'set_compat'").fetchall()]
         assert all(0.0 <= v <= 1.0 for v in values)
 

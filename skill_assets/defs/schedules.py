@@ -25,9 +25,10 @@ weekly_benchmark_rebuild = dg.ScheduleDefinition(
 )
 
 
-#: read when present, never waited for: external benchmarks are optional partitions a user adds, and
-#: the human review (label_agreement) runs at the reviewers' pace
-OPTIONAL_PARENTS = dg.AssetSelection.assets("external_metrics", "label_agreement")
+#: read when present, never waited for: external benchmarks are optional partitions a user adds, the
+#: human review (label_agreement) runs at the reviewers' pace, and the router fusion is fitted by hand
+#: like the models (evaluation scores the newest one)
+OPTIONAL_PARENTS = dg.AssetSelection.assets("external_metrics", "label_agreement", "router_fusion")
 
 
 def follow_upstream(spec: dg.AssetSpec) -> dg.AssetSpec:

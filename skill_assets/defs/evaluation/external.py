@@ -17,7 +17,7 @@ from skill_assets.lib.evaluation.external_benchmarks import BenchmarkFormatError
 from skill_assets.lib.evaluation.systems import metric_rows, query_slices, run_rows
 
 MODELS = [dg.AssetDep("embedder", partition_mapping=dg.AllPartitionMapping()),
-          dg.AssetDep("reranker", partition_mapping=dg.AllPartitionMapping())]
+          dg.AssetDep("reranker", partition_mapping=dg.AllPartitionMapping()), "router_fusion"]
 
 
 def _write(store: DuckDBStore, table: str, benchmark: str, rows: list[dict]):

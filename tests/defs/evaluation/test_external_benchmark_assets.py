@@ -17,7 +17,9 @@ from skill_assets.lib.common import store as store_lib
 from skill_assets.lib.common.tables import frame
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-SYSTEMS = {"bm25", "embedder:base", "embedder:r3", "reranker:r3"}
+#: the router's signals alone and RRF of each pair join them (no router_fusion here, so no fusion systems)
+SYSTEMS = {"bm25", "embedder:base", "embedder:r3", "reranker:r3", "signal:bm25", "signal:dense", "signal:multilingual",
+           "rrf:bm25+dense", "rrf:bm25+multilingual", "rrf:dense+multilingual"}
 
 
 def _materialize(db, selection: list[str], partition: str | None = None) -> dg.ExecuteInProcessResult:
@@ -51,7 +53,7 @@ def test_partition_is_imported_ranked_and_scored(db):
     assert queries.filter(pl.col("query_id") == "q6")["unknown_skill_ids"].to_list() == [["newsletter-ab-testing"]]
     runs = store_lib.read_table(db, "external_runs", "WHERE benchmark = 'demo-skillret'")
     assert set(runs["system"]) == SYSTEMS
-    assert runs.group_by("system", "query_id").len()["len"].to_list() == [8] * 24  # whole pool of 8, 6 queries
+    assert runs.group_by("system", "query_id").len()["len"].to_list() == [8] * 6 * len(SYSTEMS)  # pool of 8, 6 queries
     trec = (db.parent / "reports" / "external" / "demo-skillret" / "runs" / "reranker_r3.trec").read_text().splitlines()
     assert len(trec) == 48 and trec[0].split()[1:2] == ["Q0"] and trec[0].split()[-1] == "reranker:r3"
     metrics = store_lib.read_table(db, "external_metrics", "WHERE benchmark = 'demo-skillret'")

@@ -1,0 +1,178 @@
+"""The hybrid router on the curated benchmark: fit on train, choose on dev, score one split.
+
+    .venv/bin/python bench/router_curated.py --requests REQUESTS.jsonl [--split dev|test] [--model-dir DIR]
+
+Pool: every SKILL.md under the shared GitHub corpus (``router.pools.load_pool``: ids are the skill
+folders, as the requests' ids). The fusion model and the selection cut are fitted on the train
+requests and chosen on dev (``router.fusion_training``); so is one fusion per left-out signal
+(the ablation). Then every system (each signal alone, RRF of each pair, the fusion, fusion +
+reranker when the store has a trained reranker, the ablations) ranks the pool for the ``--split``
+requests, scored with ground-truth groups as the relevant units (any copy of a skill serves).
+Develop on ``--split dev``; the test split is meant to be scored once.
+
+The last stdout line is one JSON object named after the targets: per system Hit@1 / NDCG@10 /
+FC@10 / Set-Compat overall and by direction, paired-bootstrap p of the fusion against BM25, and
+exact-set match and set F1 of ``selected`` against fixed k = 1, 2, 3 and the oracle k, overall
+and by k.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from skill_assets.lib.evaluation.significance import paired_bootstrap  # noqa: E402
+from skill_assets.lib.evaluation.systems import SystemRun  # noqa: E402
+from skill_assets.router.benchmark_requests import Request, group_metrics, read_requests  # noqa: E402
+from skill_assets.router.fusion_training import save_router_model, train_fusion  # noqa: E402
+from skill_assets.router.pools import load_pool  # noqa: E402
+from skill_assets.router.registry import bundled_minilm, registered_model  # noqa: E402
+from skill_assets.router.routing import Router, stderr_log  # noqa: E402
+from skill_assets.router.selection import set_scores  # noqa: E402
+from skill_assets.router.signals import SIGNALS  # noqa: E402
+from skill_assets.router.systems import router_runs  # noqa: E402
+
+CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus" / "github-skills" / "repos"
+HEADLINE = ("hit@1", "ndcg@10", "fc@10", "set_compat")
+DIRECTIONS = ("en2en", "en2zh", "zh2en", "zh2zh")
+
+
+def summarise(per_query: dict[str, np.ndarray], requests: list[Request]) -> dict:
+    """Headline metrics overall and by direction (set_compat over k ≥ 2 only)."""
+    out = {}
+    for name, mask in [("all", np.ones(len(requests), bool)),
+                       *[(d, np.array([r.direction == d for r in requests])) for d in DIRECTIONS]]:
+        if mask.any():
+            out[name] = {m: (round(float(np.nanmean(per_query[m][mask])), 4)
+                             if np.isfinite(per_query[m][mask]).any() else None) for m in HEADLINE}
+            out[name]["n"] = int(mask.sum())
+    return out
+
+
+def selection_report(router: Router, fused: list[list[str]], fused_scores: list[np.ndarray],
+                     requests: list[Request]) -> dict:
+    """Exact-set match and set F1 of ``selected`` vs fixed k and the oracle k, overall and by ground-truth k."""
+    def first_k(ranking: list[str], k: int) -> list[str]:
+        kept: list[str] = []
+        for sid in ranking:
+            if len(kept) == k:
+                break
+            if not any(router.is_copy(sid, c) for c in kept):
+                kept.append(sid)
+        return kept
+
+    picks = {"selected": [router.selection.select(r, s, router.is_copy, q.query)
+                          for r, s, q in zip(fused, fused_scores, requests)],
+             **{f"fixed_k{k}": [first_k(r, k) for r in fused] for k in (1, 2, 3)},
+             "oracle_k": [first_k(r, q.k) for r, q in zip(fused, requests)]}
+    out = {}
+    for name, chosen in picks.items():
+        scores = np.array([set_scores(c, q.groups) for c, q in zip(chosen, requests)])
+        row = {"all": {"exact": round(float(scores[:, 0].mean()), 4), "f1": round(float(scores[:, 1].mean()), 4),
+                       "n": len(requests)}}
+        for k in sorted({q.k for q in requests}):
+            mask = np.array([q.k == k for q in requests])
+            row[f"k={k}"] = {"exact": round(float(scores[mask, 0].mean()), 4),
+                             "f1": round(float(scores[mask, 1].mean()), 4), "n": int(mask.sum())}
+        row["mean_selected"] = round(float(np.mean([len(c) for c in chosen])), 3)
+        out[name] = row
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--requests", required=True, help="curated requests JSONL (with train/dev/test splits)")
+    ap.add_argument("--split", default="dev", help="split to score (default dev; test once, at the end)")
+    ap.add_argument("--corpus", default=str(CORPUS))
+    ap.add_argument("--cache-dir", default=str(Path("~/.cache/skill-assets/index").expanduser()))
+    ap.add_argument("--model-dir", help="save the fitted fusion model here (a folder Router(fusion=...) loads)")
+    ap.add_argument("--embedder", help="bi-encoder (default: newest r3 in $SKILL_ASSETS_DB, else bundled MiniLM)")
+    ap.add_argument("--reranker", help="cross-encoder for fusion+reranker (default: newest r3 in the store, else none)")
+    ap.add_argument("--no-ablation", action="store_true", help="skip the leave-one-signal-out fusions")
+    ap.add_argument("--threads", type=int, default=None)
+    args = ap.parse_args(argv)
+
+    t0 = time.perf_counter()
+    requests = read_requests(args.requests)
+    skills, rejected = load_pool(args.corpus)
+    pool_ids = {s.id for s in skills}
+    missing = sorted({sid for r in requests for g in r.groups for sid in g} - pool_ids)
+    unscorable = [r.id for r in requests if not any(set(g) & pool_ids for g in r.groups)]
+    stderr_log(f"pool {len(skills)} skills ({len(rejected)} rejected); {len(requests)} requests; "
+               f"{len(missing)} ground-truth ids not in the pool; requests with a group wholly missing: "
+               f"{sum(1 for r in requests if any(not set(g) & pool_ids for g in r.groups))}")
+    embedder = args.embedder or registered_model(None, "embedder") or bundled_minilm()
+    reranker = args.reranker or registered_model(None, "reranker")
+    router = Router(embedder, reranker_path=reranker, cache_dir=args.cache_dir, signals=SIGNALS,
+                    num_threads=args.threads, log=stderr_log)
+    stats = router.index(skills)
+    stderr_log(f"indexed in {stats.seconds:.1f}s ({stats.encoded} encoded)")
+
+    fitted = fit_fusion(router, requests, SIGNALS, args.requests)
+    stderr_log(f"fusion: {fitted.card['kind']} {fitted.card['params']}; dev {fitted.card['dev']}")
+    if args.model_dir:
+        save_router_model(fitted, Path(args.model_dir))
+    router.fusion, router.selection = fitted.model, fitted.cut
+
+    evaluated = [r for r in requests if r.split == args.split]
+    if not evaluated:
+        print(f"no {args.split} requests", file=sys.stderr)
+        return 2
+    queries = [r.query for r in evaluated]
+    rr = []
+    if reranker:
+        rr = [("r3", "reranker", router.score_pairs)]
+    runs = router_runs(router, queries, top_k=50, rerankers=rr)
+    for signals in ([] if args.no_ablation else [tuple(s for s in SIGNALS if s != drop) for drop in SIGNALS]):
+        sub = fit_fusion(router, requests, signals, args.requests)
+        ranked = []
+        for c in router.candidates(queries, signals=signals):
+            s = sub.model.score(c)
+            ranked.append([(router.ids[c.rows[j]], float(s[j])) for j in np.argsort(-s, kind="stable")[:50]])
+        name = "fusion-" + "-".join(x for x in SIGNALS if x not in signals)
+        runs[name] = SystemRun(ranked, f"fusion over {'+'.join(signals)} (ablation)")
+    per_query = {name: group_metrics([[sid for sid, _ in r] for r in run.rankings], evaluated)
+                 for name, run in runs.items()}
+    systems = {name: summarise(pq, evaluated) for name, pq in per_query.items()}
+    base = per_query["signal:bm25"]
+    significance = {name: {m: dict(zip(("delta", "p"), map(lambda v: round(v, 4), paired_bootstrap(pq[m], base[m]))))
+                           for m in HEADLINE} for name, pq in per_query.items() if name != "signal:bm25"}
+    fused_ids = [[sid for sid, _ in r] for r in runs["fusion"].rankings]
+    fused_scores = [np.array([s for _, s in r]) for r in runs["fusion"].rankings]
+    selection = selection_report(router, fused_ids, fused_scores, evaluated)
+    fusion_all = systems["fusion"]["all"]
+    others = {n: s["all"] for n, s in systems.items() if n.startswith(("signal:", "rrf:"))}
+    targets = {
+        "fusion_ge_every_signal_and_pair": {m: all(fusion_all[m] is not None and (o[m] is None or fusion_all[m] >= o[m])
+                                                   for o in others.values()) for m in HEADLINE},
+        "crosslingual_hit@1": {d: systems["fusion"].get(d, {}).get("hit@1") for d in ("en2zh", "zh2en")},
+        "within_language_hit@1_minus_bm25": {d: round(systems["fusion"][d]["hit@1"] - systems["signal:bm25"][d]["hit@1"],
+                                                      4) for d in ("en2en", "zh2zh") if d in systems["fusion"]},
+        "selected_f1_minus_best_fixed_k": {
+            key: round(selection["selected"][key]["f1"] - max(selection[f"fixed_k{k}"][key]["f1"] for k in (1, 2, 3)), 4)
+            for key in selection["selected"] if key != "mean_selected"},
+    }
+    print(json.dumps({"split": args.split, "requests": len(evaluated), "pool": len(skills),
+                      "missing_gt_ids": len(missing), "unscorable_requests": len(unscorable),
+                      "embedder": embedder, "reranker": reranker, "fusion": {k: fitted.card[k] for k in
+                                                                             ("kind", "params", "dev", "data")},
+                      "systems": systems, "p_vs_bm25": significance, "selection": selection, "targets": targets,
+                      "seconds": round(time.perf_counter() - t0, 1)}, ensure_ascii=False))
+    return 0
+
+
+def fit_fusion(router: Router, requests: list[Request], signals: tuple[str, ...], source: str):
+    """A fusion over ``signals`` fitted on train, chosen on dev (every signal, or one left out for the ablation)."""
+    return train_fusion(lambda qs: router.candidates(qs, signals=signals), router.ids, requests, signals,
+                        router.is_copy, depth=50, data_source=f"curated:{Path(source).name}", log=stderr_log)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,79 @@
+"""Benchmark requests a router is fitted and judged on, and group-aware scoring of its rankings.
+
+A request needs ``k`` skills; each is a *group* of interchangeable skills (a skill and its copies
+in other repositories), and any member serves. Two sources give requests:
+
+- the curated benchmark's JSON lines ``{"id","query","lang","direction","k","gt","gt_groups","style","split"}``
+  (``read_requests``), whose skill ids are folder paths under the shared corpus;
+- the pipeline's own ``benchmark_queries`` rows (one group per ground-truth skill).
+
+Scoring maps a ranking onto group labels (the first member of a group found counts, a later copy
+of the same group counts as a miss), then uses the project's metrics unchanged.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from skill_assets.lib.common.jsonl import json_objects
+from skill_assets.lib.common.metrics import mean_metrics, per_query_metrics
+
+
+@dataclass(frozen=True)
+class Request:
+    id: str
+    query: str
+    direction: str
+    k: int
+    groups: tuple[tuple[str, ...], ...]   # one group per required skill; any member serves
+    split: str
+
+    @property
+    def relevant(self) -> set[str]:
+        return {sid for g in self.groups for sid in g}
+
+
+def read_requests(path: str | Path) -> list[Request]:
+    """The curated benchmark's requests; a line without ``gt_groups`` makes one group per ``gt`` id."""
+    out = []
+    for where, rec in json_objects(Path(path)):
+        groups = rec.get("gt_groups") or [[sid] for sid in rec["gt"]]
+        if not groups or not all(groups):
+            raise ValueError(f"{where}: a request needs at least one non-empty ground-truth group")
+        out.append(Request(str(rec["id"]), rec["query"], rec["direction"], int(rec.get("k") or len(groups)),
+                           tuple(tuple(g) for g in groups), rec.get("split", "test")))
+    return out
+
+
+def requests_from_benchmark_queries(rows: Sequence[dict]) -> list[Request]:
+    """``benchmark_queries`` rows as requests (each ground-truth skill its own group)."""
+    return [Request(r["query_id"], r["query"], r["direction"], int(r["k"]), tuple((sid,) for sid in r["skill_ids"]),
+                    r["split"]) for r in rows]
+
+
+def group_labels(ranking: Sequence[str], groups: Sequence[Sequence[str]]) -> list[str]:
+    """The ranking with each skill replaced by its group's label; a group's later members and other skills
+    become distinct non-relevant labels, so every metric counts a group once."""
+    group_of = {sid: f"\x00g{i}" for i, g in enumerate(groups) for sid in g}
+    seen, out = set(), []
+    for sid in ranking:
+        label = group_of.get(sid)
+        if label is None or label in seen:
+            out.append(sid if label is None else f"\x00dup:{sid}")
+        else:
+            seen.add(label)
+            out.append(label)
+    return out
+
+
+def group_metrics(rankings: Sequence[Sequence[str]], requests: Sequence[Request]) -> dict[str, np.ndarray]:
+    """Per-request metrics (``per_query_metrics``) with ground-truth groups as the relevant units."""
+    return per_query_metrics([group_labels(r, q.groups) for r, q in zip(rankings, requests)],
+                             [{f"\x00g{i}" for i in range(len(q.groups))} for q in requests])
+
+
+def mean_group_metrics(rankings: Sequence[Sequence[str]], requests: Sequence[Request]) -> dict[str, float]:
+    return mean_metrics(group_metrics(rankings, requests))

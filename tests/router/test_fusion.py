@@ -1,0 +1,84 @@
+"""Fusion training and selection on a toy bilingual benchmark, through the real router signals
+(BM25, the bundled MiniLM, USE multilingual v3) on real SKILL.md files."""
+import os
+
+import numpy as np
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from skill_assets.router import Router  # noqa: E402
+from skill_assets.router.benchmark_requests import mean_group_metrics  # noqa: E402
+from skill_assets.router.fusion import GRID, PAIRS  # noqa: E402
+from skill_assets.router.fusion_training import ranked  # noqa: E402
+from skill_assets.router.registry import bundled_minilm, load_fusion  # noqa: E402
+from skill_assets.router.search import top_k_rows  # noqa: E402
+from skill_assets.router.selection import SelectionCut, fit_cut, set_scores  # noqa: E402
+from skill_assets.router.signals import SIGNALS  # noqa: E402
+
+
+def test_fusion_is_fitted_on_train_chosen_on_dev_and_never_reads_test(toy):
+    router, requests, fitted, seen, _, _ = toy
+    test_queries = {r.query for r in requests if r.split == "test"}
+    assert test_queries and not test_queries & set(seen)
+    card = fitted.card
+    assert (card["kind"], card["params"]) in [(k, p) for k, p in GRID]
+    assert len(card["grid"]) == len(GRID)
+    assert card["data"]["train_requests"] == sum(r.split == "train" for r in requests)
+    assert card["data"]["dev_requests"] == sum(r.split == "dev" for r in requests)
+    assert card["features"] == [f"{s}:{k}" for s in SIGNALS for k in ("z", "log_rank")]
+    assert {"hit@1", "ndcg@10", "selected_set_f1"} <= set(card["dev"])
+    if card["kind"] == "linear":
+        assert set(card["weights_by_pair"]) == set(PAIRS)
+
+
+def test_fusion_crosses_languages_where_bm25_cannot(toy):
+    router, requests, fitted, _, _, _ = toy
+    cross = [r for r in requests if r.split != "test" and r.direction in ("en2zh", "zh2en")]
+    queries = [r.query for r in cross]
+    fused = mean_group_metrics(ranked(fitted.model, router.candidates(queries), router.ids)[0], cross)
+    bm25 = mean_group_metrics([[s for s, _ in r] for r in top_k_rows(router.signal_scores(queries)["bm25"],
+                                                                          router.ids, 10)], cross)
+    assert fused["hit@1"] >= 0.8
+    assert fused["hit@1"] > bm25["hit@1"]
+
+
+def test_saved_model_loads_back_and_routes_with_signals_and_selection(toy):
+    router, requests, fitted, _, folder, root = toy
+    model, cut = load_fusion(folder)
+    assert cut == fitted.cut
+    c = router.candidates([requests[0].query])[0]
+    np.testing.assert_allclose(model.score(c), fitted.model.score(c), rtol=1e-5, atol=1e-6)
+    hybrid = Router(bundled_minilm(), cache_dir=root / "cache", fusion=model, selection=cut)
+    hybrid.index(router.skills)
+    (routed,) = hybrid.route_requests(["帮我写一封应聘数据分析师岗位的求职信"], top_k=5)
+    line = routed.as_dict("q1")
+    assert set(line) == {"id", "ranking", "selected"} and len(line["ranking"]) == 5
+    assert set(line["ranking"][0]["signals"]) == {*SIGNALS, "fused"}
+    assert 1 <= len(routed.selected) <= cut.cap and routed.selected[0] == routed.ranking[0].skill_id
+    assert hybrid.route(["帮我写一封应聘数据分析师岗位的求职信"], top_k=5)[0] == [
+        (r.skill_id, r.score) for r in routed.ranking]
+
+
+def test_selection_cut_keeps_while_the_keep_model_agrees_skips_copies_and_scores_groups_once():
+    # keep position i while sigmoid(calibrated logit) >= 0.5, i.e. while the fused score is >= 0
+    cut = SelectionCut(a=1.0, b=0.0, weights=(1.0, 0.0, 0.0, 0.0, 0.0), intercept=0.0, threshold=0.5, cap=3)
+    copies = {("b", "a"), ("a", "b")}
+    is_copy = lambda x, y: (x, y) in copies  # noqa: E731
+    # b is a copy of a (passed over), c is kept, d is not (and the cut stops there)
+    assert cut.select(["a", "b", "c", "d", "e"], [3.0, 2.9, 1.0, -1.0, 2.0], is_copy, "q") == ["a", "c"]
+    assert cut.select(["a", "b", "c"], [3.0, 2.9, 1.0], is_copy, "q", cap=1) == ["a"]
+    assert SelectionCut.from_dict(cut.as_dict()) == cut
+    assert set_scores(["a", "c"], [["a", "b"], ["c"]]) == (1.0, 1.0)
+    assert set_scores(["a", "b"], [["a", "b"], ["c"]]) == (0.0, 0.5)   # a second copy is a wrong pick
+    assert set_scores(["x"], [["a"]]) == (0.0, 0.0)
+
+
+def test_fit_cut_learns_to_keep_a_second_skill_when_train_requests_need_one():
+    is_copy = lambda x, y: False  # noqa: E731
+    # requests needing two skills have two high fused scores; single-skill requests one
+    ranked = [["a", "b", "c"]] * 40
+    scores = [np.array([2.0, 1.8, -2.0])] * 20 + [np.array([2.0, -1.5, -2.0])] * 20
+    groups = [[["a"], ["b"]]] * 20 + [[["a"]]] * 20
+    cut = fit_cut(ranked, scores, groups, ["one request"] * 40, is_copy)
+    assert cut.select(["a", "b", "c"], [2.0, 1.8, -2.0], is_copy, "one request") == ["a", "b"]
+    assert cut.select(["a", "b", "c"], [2.0, -1.5, -2.0], is_copy, "one request") == ["a"]

@@ -1,0 +1,74 @@
+"""``skill-assets serve``: the MCP tool round trip with the SDK's own client, over stdio and streamable HTTP."""
+import asyncio
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from mcp import Client  # noqa: E402
+from mcp.client.stdio import StdioServerParameters  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[2]
+QUERY = "我的 docker compose 里的几个容器互相访问不到"
+
+
+def _serve_args(toy, *extra: str) -> list[str]:
+    *_, model, root = toy
+    return ["-m", "skill_assets.cli", "serve", "--pool", str(root / "pool"), "--cache-dir", str(root / "cache"),
+            "--fusion", str(model), "--db", str(root / "no-store.duckdb"), *extra]
+
+
+def _env() -> dict:
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+
+
+async def _call(server) -> dict:
+    async with Client(server, read_timeout_seconds=300) as client:
+        tools = await client.list_tools()
+        assert [t.name for t in tools.tools] == ["route_skills"]
+        result = await client.call_tool("route_skills", {"query": QUERY, "top_k": 3})
+        assert not result.is_error, result
+        return result.structured_content or json.loads(result.content[0].text)
+
+
+def _check(payload: dict) -> None:
+    assert set(payload) >= {"id", "ranking", "selected"}
+    assert len(payload["ranking"]) == 3
+    assert payload["ranking"][0]["skill_id"] == "devops/docker-compose-networking"
+    assert {"skill_id", "score", "signals", "name", "description"} <= set(payload["ranking"][0])
+    assert set(payload["ranking"][0]["signals"]) == {"bm25", "dense", "multilingual", "fused"}
+    assert payload["selected"] and payload["selected"][0] == payload["ranking"][0]["skill_id"]
+
+
+def test_route_skills_over_stdio(toy):
+    params = StdioServerParameters(command=sys.executable, args=_serve_args(toy), env=_env(), cwd=str(REPO))
+    _check(asyncio.run(_call(params)))
+
+
+def test_route_skills_over_streamable_http_on_localhost(toy):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, *_serve_args(toy, "--transport", "http", "--port", str(port))],
+                            env=_env(), cwd=str(REPO), stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                pytest.fail(f"server exited: {proc.stderr.read()}")
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.5)
+        _check(asyncio.run(_call(f"http://127.0.0.1:{port}/mcp")))
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)

@@ -191,6 +191,7 @@ def prepare_source(spec: SourceSpec, workdir: Path, limits: ArchiveLimits = DEFA
             if (root / ".git").exists():
                 commit = _git("rev-parse", "HEAD", cwd=root)
             return PreparedSource(spec, root, commit, _root_license(root, spec, rejects), rejects)
+        Path(workdir).mkdir(parents=True, exist_ok=True)  # clones and extractions go under it
         if spec.kind == "git":
             owned = root = Path(tempfile.mkdtemp(prefix=f"git-{spec.name}-", dir=workdir))
             _git("clone", "--quiet", spec.location, str(root))

@@ -54,8 +54,9 @@ def test_curated_layout_materializes_with_groups_directions_and_intervals(tmp_pa
     hit = metrics.filter((pl.col("system") == "embedder:base") & (pl.col("slice") == "all")
                          & (pl.col("metric") == "hit@1")).row(0, named=True)
     assert hit["n_queries"] == 4 and hit["ci_low"] <= hit["value"] <= hit["ci_high"]
-    leaderboard = _run(["-m", "skill_assets.cli", "sql", "sql/external_leaderboard.sql"], {"SKILL_ASSETS_DB": str(db)})
-    assert leaderboard.returncode == 0 and "fixture" in leaderboard.stdout, leaderboard.stderr
+    board = store.query(db, (REPO / "sql" / "external_leaderboard.sql").read_text())
+    assert board["benchmark"].to_list() == ["fixture", "fixture"] and board["queries"].to_list() == [4, 4]
+    assert board["ndcg@10 95% CI"][0].startswith("[")
 
 
 def test_a_ground_truth_id_missing_from_the_pool_fails_the_partition_naming_it(tmp_path):

@@ -31,7 +31,7 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 $(VENV)/.test-installed: $(VENV)/.installed
-	$(PIP) install -q -e ".[test]"
+	$(PIP) install -q -e ".[test,bench]"
 	command -v chromium >/dev/null || command -v chromium-browser >/dev/null || command -v google-chrome >/dev/null \
 	  || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
 	touch $@

@@ -182,7 +182,7 @@ def main() -> None:
         "bf16": bf16_enabled(), "gradient_checkpointing": model.backbone.is_activation_checkpointing,
         "batch_size": batch_size, "steps": outcome.steps,
         "candidates_per_step": round(sum(len(b.candidate_ids) for b in batches) / max(1, len(batches)), 1),
-        "samples_per_s": round(outcome.steps * batch_size / wall, 2), "wall_s": round(wall, 1),
+        "samples_per_s": round(outcome.steps * batch_size / wall, 2), "wall_s": round(wall, 3),
         "final_loss": round(outcome.losses[-1], 4) if outcome.losses else None,
         "peak_gpu_mem_mb": round(torch.cuda.max_memory_allocated() / 2**20) if device == "cuda" else None,
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),

@@ -35,6 +35,17 @@ def _t(name: str, doc: str, *cols: tuple) -> Table:
     return Table(name, doc, tuple(Column(*c) for c in cols))
 
 
+#: the value columns benchmark_metrics and external_metrics share (one metric of one system on one slice)
+_METRIC_VALUE_COLUMNS = (
+    ("metric", S, "hit@1, mrr@10, ndcg@K, recall@K, fc@K, comp@K, set_compat"), ("value", F, "mean"),
+    ("ci_low", F, "2.5th percentile of the mean over 2,000 bootstrap resamples of the queries"),
+    ("ci_high", F, "97.5th percentile of the same"),
+    ("n_queries", I, "queries in the slice"),
+    ("delta_vs_base", F, "mean paired difference to embedder:base on the same queries"),
+    ("p_value_vs_base", F, "two-sided paired-bootstrap p-value of that difference"),
+)
+
+
 TABLES: dict[str, Table] = {t.name: t for t in [
     _t("raw_skills", "One row per SKILL.md that parsed.",
        ("skill_id", S, "stable id: source name / skill folder path"), ("source", S, "source name"),
@@ -184,12 +195,7 @@ TABLES: dict[str, Table] = {t.name: t for t in [
        ("model_version", S, "bm25s version, or fingerprint of the model weights (reranker: and its first stage)")),
     _t("benchmark_metrics", "Metric values per system, overall and by direction and k.",
        ("system", S, "system"), ("split", S, "split"), ("slice", S, "all | direction=… | k=…"),
-       ("metric", S, "hit@1, mrr@10, ndcg@K, recall@K, fc@K, comp@K, set_compat"), ("value", F, "mean"),
-       ("ci_low", F, "2.5th percentile of the mean over 2,000 bootstrap resamples of the queries"),
-       ("ci_high", F, "97.5th percentile of the same"),
-       ("n_queries", I, "queries in the slice"),
-       ("delta_vs_base", F, "mean paired difference to embedder:base on the same queries"),
-       ("p_value_vs_base", F, "two-sided paired-bootstrap p-value of that difference"),
+       *_METRIC_VALUE_COLUMNS,
        ("data_version", S, "benchmark version (date + hash of the query ids and splits)"),
        ("code_version", S, "skill-assets version + git commit"),
        ("model_version", S, "as in retrieval_runs")),
@@ -212,17 +218,12 @@ TABLES: dict[str, Table] = {t.name: t for t in [
        ("evaluated", B, "scored (has at least one ground-truth skill in the pool)"),
        ("data_version", S, "content hash of the imported pool and ground truth")),
     _t("external_runs", "Ranked skills per (benchmark, system, query), by the same systems as retrieval_runs.",
-       ("benchmark", S, "benchmark name (partition)"), ("system", S, "bm25 | embedder:<v> | reranker:<v>"),
+       ("benchmark", S, "benchmark name (partition)"), ("system", S, "as in retrieval_runs"),
        ("query_id", S, "query"), ("rank", I, "1-based rank"), ("skill_id", S, "skill"), ("score", F, "system score"),
        ("model_version", S, "as in retrieval_runs")),
     _t("external_metrics", "Metric values per benchmark and system, overall, by k and by direction, as in benchmark_metrics.",
        ("benchmark", S, "benchmark name (partition)"), ("system", S, "system"), ("slice", S, "all | k=… | direction=…"),
-       ("metric", S, "hit@1, mrr@10, ndcg@K, recall@K, fc@K, comp@K, set_compat"), ("value", F, "mean"),
-       ("ci_low", F, "2.5th percentile of the mean over 2,000 bootstrap resamples of the queries"),
-       ("ci_high", F, "97.5th percentile of the same"),
-       ("n_queries", I, "queries in the slice"),
-       ("delta_vs_base", F, "mean paired difference to embedder:base on the same queries"),
-       ("p_value_vs_base", F, "two-sided paired-bootstrap p-value of that difference"),
+       *_METRIC_VALUE_COLUMNS,
        ("data_version", S, "external_queries.data_version"), ("code_version", S, "skill-assets version + git commit"),
        ("model_version", S, "as in retrieval_runs")),
 ]}

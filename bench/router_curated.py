@@ -68,7 +68,7 @@ def selection_report(router: Router, fused: list[list[str]], fused_scores: list[
                 kept.append(sid)
         return kept
 
-    picks = {"selected": [router.selection.select(r, s, router.is_copy, q.query)
+    picks = {"selected": [router.selection.select(r, s, router.similarity, q.query)
                           for r, s, q in zip(fused, fused_scores, requests)],
              **{f"fixed_k{k}": [first_k(r, k) for r in fused] for k in (1, 2, 3)},
              "oracle_k": [first_k(r, q.k) for r, q in zip(fused, requests)]}
@@ -171,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
 def fit_fusion(router: Router, requests: list[Request], signals: tuple[str, ...], source: str):
     """A fusion over ``signals`` fitted on train, chosen on dev (every signal, or one left out for the ablation)."""
     return train_fusion(lambda qs: router.candidates(qs, signals=signals), router.ids, requests, signals,
-                        router.is_copy, depth=50, data_source=f"curated:{Path(source).name}", log=stderr_log)
+                        router.similarity, depth=50, data_source=f"curated:{Path(source).name}", log=stderr_log)
 
 
 if __name__ == "__main__":

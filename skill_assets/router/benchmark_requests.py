@@ -7,8 +7,9 @@ in other repositories), and any member serves. Two sources give requests:
   (``read_requests``), whose skill ids are folder paths under the shared corpus;
 - the pipeline's own ``benchmark_queries`` rows (one group per ground-truth skill).
 
-Scoring maps a ranking onto group labels (the first member of a group found counts, a later copy
-of the same group counts as a miss), then uses the project's metrics unchanged.
+Scoring collapses each ranking onto the groups exactly as the evaluation graph does
+(``lib.evaluation.skill_groups``: a member stands for its group, later copies are dropped), so the
+router's figures and ``external_metrics`` count a found skill the same way.
 """
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ import numpy as np
 
 from skill_assets.lib.common.jsonl import json_objects
 from skill_assets.lib.common.metrics import mean_metrics, per_query_metrics
+from skill_assets.lib.evaluation.skill_groups import collapse_rankings
 
 
 @dataclass(frozen=True)
@@ -54,25 +56,9 @@ def requests_from_benchmark_queries(rows: Sequence[dict]) -> list[Request]:
                     r["split"]) for r in rows]
 
 
-def group_labels(ranking: Sequence[str], groups: Sequence[Sequence[str]]) -> list[str]:
-    """The ranking with each skill replaced by its group's label; a group's later members and other skills
-    become distinct non-relevant labels, so every metric counts a group once."""
-    group_of = {sid: f"\x00g{i}" for i, g in enumerate(groups) for sid in g}
-    seen, out = set(), []
-    for sid in ranking:
-        label = group_of.get(sid)
-        if label is None or label in seen:
-            out.append(sid if label is None else f"\x00dup:{sid}")
-        else:
-            seen.add(label)
-            out.append(label)
-    return out
-
-
 def group_metrics(rankings: Sequence[Sequence[str]], requests: Sequence[Request]) -> dict[str, np.ndarray]:
     """Per-request metrics (``per_query_metrics``) with ground-truth groups as the relevant units."""
-    return per_query_metrics([group_labels(r, q.groups) for r, q in zip(rankings, requests)],
-                             [{f"\x00g{i}" for i in range(len(q.groups))} for q in requests])
+    return per_query_metrics(*collapse_rankings(rankings, [q.groups for q in requests]))
 
 
 def mean_group_metrics(rankings: Sequence[Sequence[str]], requests: Sequence[Request]) -> dict[str, float]:

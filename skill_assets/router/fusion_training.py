@@ -20,7 +20,7 @@ from skill_assets.lib.common.hashing import digest
 from skill_assets.router.benchmark_requests import Request, mean_group_metrics
 from skill_assets.router.fusion import GRID, Candidates, FusionModel, feature_names, fit
 from skill_assets.router.registry import SELECTION_FILE
-from skill_assets.router.selection import DEFAULT_CAP, SelectionCut, fit_cut, set_scores
+from skill_assets.router.selection import DEFAULT_CAP, SelectionCut, Similarity, fit_cut, set_scores
 
 #: what "best on dev" means
 DEV_OBJECTIVE = ("hit@1", "ndcg@10", "fc@10", "set_compat")
@@ -56,7 +56,7 @@ def objective(metrics: dict[str, float]) -> float:
 
 
 def train_fusion(candidates_of: Callable[[list[str]], list[Candidates]], ids: Sequence[str],
-                 requests: Sequence[Request], signals: Sequence[str], is_copy: Callable[[str, str], bool],
+                 requests: Sequence[Request], signals: Sequence[str], similarity: Similarity,
                  depth: int, data_source: str, cap: int = DEFAULT_CAP, folds: int = 5, seed: int = 0,
                  log: Callable[[str], None] = lambda msg: None) -> FusionFit:
     """Fit on ``split == "train"``, choose on ``split == "dev"`` (train itself when there is no dev split)."""
@@ -93,12 +93,12 @@ def train_fusion(candidates_of: Callable[[list[str]], list[Candidates]], ids: Se
         held = [i for i in range(len(train)) if fold_of[i] == f]
         for i, r, s in zip(held, *ranked(model, [cands_train[i] for i in held], ids)):
             oof_ids[i], oof_scores[i] = r, s
-    cut = fit_cut(oof_ids, oof_scores, [q.groups for q in train], [q.query for q in train], is_copy, cap)
+    cut = fit_cut(oof_ids, oof_scores, [q.groups for q in train], [q.query for q in train], similarity, cap)
 
     model = fit(kind, params, cands_train, y_train, signals, depth)
     dev_ids, dev_scores = ranked(model, cands_dev, ids)
     dev_metrics = mean_group_metrics(dev_ids, dev)
-    dev_sets = np.array([set_scores(cut.select(r, s, is_copy, q.query), q.groups)
+    dev_sets = np.array([set_scores(cut.select(r, s, similarity, q.query), q.groups)
                          for r, s, q in zip(dev_ids, dev_scores, dev)])
     card = {
         "kind": kind, "params": params, "signals": list(signals), "features": feature_names(signals),

@@ -298,9 +298,13 @@ class Router:
         return candidates(scores or self.signal_scores(queries), signals, [detect_language(q) for q in queries],
                           self._skill_zh, depth or (self.fusion.depth if self.fusion else DEFAULT_DEPTH))
 
+    def similarity(self, a: str, b: str) -> float:
+        """Cosine of two pool skills' documents (the selection cut reads it: copies, and needs served twice)."""
+        return float(self._matrix[self._row_of[a]] @ self._matrix[self._row_of[b]])
+
     def is_copy(self, a: str, b: str) -> bool:
         """Two pool skills are copies of one skill when their documents embed alike (see ``selection``)."""
-        return float(self._matrix[self._row_of[a]] @ self._matrix[self._row_of[b]]) >= self.selection.copy_cosine
+        return self.similarity(a, b) >= self.selection.copy_cosine
 
     def route_requests(self, queries: list[str], top_k: int = 20, rerank_depth: int = 20, use_reranker: bool = True,
                        cap: int | None = None) -> list[RoutedRequest]:
@@ -330,7 +334,7 @@ class Router:
                        for sid, score, j in ranked[:top_k]]
             # the cut reads fused scores (what it was fitted on), in the final order
             selected = self.selection.select([sid for sid, _, _ in ranked], [float(fused[j]) for _, _, j in ranked],
-                                             self.is_copy, query, cap)
+                                             self.similarity, query, cap)
             out.append(RoutedRequest(ranking, selected))
         return out
 

@@ -1,15 +1,20 @@
-"""How many skills to load: a calibrated cut on the fused scores, learned on a benchmark's train split.
+"""How many skills to load: the number with the best predicted set F1, learned on a benchmark's train split.
 
-An agent needs to know whether to load one skill or three. The first skill of the fused ranking
-is always selected; the next ones (up to ``cap``) are kept while a small logistic model says the
-skill probably serves a need the kept ones do not, and the cut stops at the first one it rejects.
-Its features: the fused score calibrated to a probability of relevance (Platt scaling), the gap to
-the first skill's and to the previous one's fused score, and how long the request is (in log
-characters and sentences: a request that asks for three things is longer than one that asks for
-one). It is fitted on out-of-fold fused rankings of the train requests (each fold ranked by a
-fusion fitted on the others), and its threshold is the one with the best mean set F1 there. A
-skill that is a copy of one already kept (another repository's copy: documents with cosine ≥
-``copy_cosine``) is passed over, since loading it twice helps nobody.
+An agent needs to know whether to load one skill or three. A threshold on each next skill's score
+cannot know how many things the request asks for, and a fixed count is wrong for every request
+that asks for another number. So the cut predicts, for each n from 1 to ``cap``, the set F1 that
+loading the first n distinct skills of the fused ranking would score, and loads the n with the
+highest prediction: when the ranking is unsure of its second skill, one is safer even for a
+two-skill request (F1 0.67 for a right first skill alone against 0.5 for a right and a wrong one).
+
+The predictions are ridge regressions (regularisation chosen by leave-one-out on train) over what
+the router knows at request time: how long the request is (log characters and sentences), how
+likely each of the first three distinct skills is relevant (the fused score calibrated by Platt
+scaling), how far the second and third fall behind the first, and how alike the three skills are
+(document cosine: two near-identical skills serve one need, not two). They are fitted on
+out-of-fold fused rankings of the train requests, so the calibration is that of requests the
+fusion has not seen. A skill that is a copy of one already kept (another repository's copy:
+documents with cosine ≥ ``copy_cosine``) is passed over, since loading it twice helps nobody.
 """
 from __future__ import annotations
 
@@ -23,7 +28,13 @@ import numpy as np
 DEFAULT_CAP = 3
 COPY_COSINE = 0.97
 _SENTENCE = re.compile(r"[.!?。！？；;\n]+")
-FEATURES = ("calibrated_logit", "gap_to_first", "gap_to_previous", "log_chars", "log_sentences")
+FEATURES = ("log_chars", "log_sentences", "p_1", "p_2", "p_3", "cos_1_2", "cos_1_3", "cos_2_3", "gap_1_2",
+            "gap_1_3")
+#: ``gap_1_j`` of a ranking with fewer than j distinct skills: farther than any real gap
+_NO_SKILL_GAP = 10.0
+RIDGE_ALPHAS = (0.1, 1.0, 10.0, 100.0)
+
+Similarity = Callable[[str, str], float]
 
 
 def request_shape(query: str) -> tuple[float, float]:
@@ -33,55 +44,71 @@ def request_shape(query: str) -> tuple[float, float]:
 
 @dataclass(frozen=True)
 class SelectionCut:
+    """Platt scaling of the fused score, and per n = 1..cap a linear prediction of the set F1 of loading n.
+
+    The unfitted default predicts F1 only for loading one skill, so it selects the first alone."""
+
     a: float = 1.0          # Platt scaling of the fused score: logit = a * score + b
     b: float = 0.0
-    weights: tuple[float, ...] = field(default_factory=lambda: (1.0, 0.0, 0.0, 0.0, 0.0))  # over FEATURES
-    intercept: float = 0.0
-    threshold: float = 0.5
+    mean: tuple[float, ...] = field(default_factory=lambda: (0.0,) * len(FEATURES))   # feature standardisation
+    scale: tuple[float, ...] = field(default_factory=lambda: (1.0,) * len(FEATURES))
+    coef: tuple[tuple[float, ...], ...] = field(default_factory=lambda: ((0.0,) * len(FEATURES),))  # one row per n
+    intercepts: tuple[float, ...] = (1.0,)
+    alpha: float | None = None  # the ridge regularisation chosen on train (card only)
     cap: int = DEFAULT_CAP
     copy_cosine: float = COPY_COSINE
 
-    def candidates(self, ranked: Sequence[str], scores: Sequence[float], is_copy: Callable[[str, str], bool],
+    def candidates(self, ranked: Sequence[str], scores: Sequence[float], similarity: Similarity,
                    cap: int) -> tuple[list[str], np.ndarray]:
         """(the first skill and the next ``cap - 1`` that are not copies of an earlier one, their fused scores)."""
         kept, kept_scores = [], []
         for sid, s in zip(ranked, scores):
             if len(kept) == cap:
                 break
-            if not any(is_copy(sid, k) for k in kept):
+            if not any(similarity(sid, k) >= self.copy_cosine for k in kept):
                 kept.append(sid)
                 kept_scores.append(float(s))
         return kept, np.asarray(kept_scores)
 
-    def features(self, scores: np.ndarray, query: str) -> np.ndarray:
-        """One row per position 2..len(scores): the model's inputs for keeping that skill."""
-        shape = request_shape(query)
-        return np.array([[self.a * scores[i] + self.b, scores[0] - scores[i], scores[i - 1] - scores[i], *shape]
-                         for i in range(1, len(scores))], dtype=np.float64).reshape(-1, len(FEATURES))
+    def features(self, kept: Sequence[str], kept_scores: np.ndarray, similarity: Similarity,
+                 query: str) -> np.ndarray:
+        """``FEATURES`` of one request from its first (up to three) distinct skills."""
+        p = np.zeros(3)
+        p[:min(3, len(kept))] = 1.0 / (1.0 + np.exp(-(self.a * kept_scores[:3] + self.b)))
+        cos = [similarity(kept[i], kept[j]) if j < len(kept) else 0.0 for i, j in ((0, 1), (0, 2), (1, 2))]
+        gaps = [kept_scores[0] - kept_scores[j] if j < len(kept) else _NO_SKILL_GAP for j in (1, 2)]
+        return np.array([*request_shape(query), *p, *cos, *gaps], dtype=np.float64)
 
-    def keep_probabilities(self, scores: np.ndarray, query: str) -> np.ndarray:
-        z = self.features(scores, query) @ np.asarray(self.weights) + self.intercept
-        return 1.0 / (1.0 + np.exp(-z))
+    def predicted_f1(self, features: np.ndarray) -> np.ndarray:
+        """Predicted set F1 of loading the first 1, 2, … ``len(coef)`` skills."""
+        z = (features - np.asarray(self.mean)) / np.asarray(self.scale)
+        return np.asarray(self.coef) @ z + np.asarray(self.intercepts)
 
-    def select(self, ranked: Sequence[str], scores: Sequence[float], is_copy: Callable[[str, str], bool],
-               query: str, cap: int | None = None) -> list[str]:
-        """The skills to load, from a ranking best first with its fused scores (always at least the first)."""
-        kept, kept_scores = self.candidates(ranked, scores, is_copy, cap or self.cap)
+    def select(self, ranked: Sequence[str], scores: Sequence[float], similarity: Similarity, query: str,
+               cap: int | None = None) -> list[str]:
+        """The skills to load, from a ranking best first with its fused scores (always at least the first).
+
+        ``cap`` may lower the fitted cap, not raise it: no prediction exists beyond it."""
+        limit = min(cap or self.cap, self.cap, len(self.intercepts))
+        kept, kept_scores = self.candidates(ranked, scores, similarity, max(limit, 1))
         if not kept:
             return []
-        n = 1
-        for p in self.keep_probabilities(kept_scores, query):
-            if p < self.threshold:
-                break
-            n += 1
-        return kept[:n]
+        f1 = self.predicted_f1(self.features(kept, kept_scores, similarity, query))[:len(kept)]
+        return kept[:int(np.argmax(f1)) + 1]
 
     def as_dict(self) -> dict:
-        return {**asdict(self), "weights": list(self.weights), "features": list(FEATURES)}
+        body = asdict(self)
+        return {**body, "mean": list(self.mean), "scale": list(self.scale), "coef": [list(r) for r in self.coef],
+                "intercepts": list(self.intercepts), "features": list(FEATURES)}
 
     @classmethod
     def from_dict(cls, body: dict) -> SelectionCut:
-        return cls(**{k: (tuple(v) if k == "weights" else v) for k, v in body.items() if k != "features"})
+        if "coef" not in body:
+            raise ValueError("selection.json is from an older router (a keep threshold, not predicted set F1): "
+                             "materialize router_fusion again")
+        tuples = {"mean", "scale", "intercepts"}
+        return cls(**{k: (tuple(tuple(r) for r in v) if k == "coef" else tuple(v) if k in tuples else v)
+                      for k, v in body.items() if k != "features"})
 
 
 def set_scores(selected: Sequence[str], groups: Sequence[Sequence[str]]) -> tuple[float, float]:
@@ -104,33 +131,27 @@ def platt(scores: np.ndarray, labels: np.ndarray) -> tuple[float, float]:
 
 
 def fit_cut(ranked: Sequence[Sequence[str]], scores: Sequence[np.ndarray], groups: Sequence[Sequence[Sequence[str]]],
-            queries: Sequence[str], is_copy: Callable[[str, str], bool], cap: int = DEFAULT_CAP) -> SelectionCut:
-    """Platt scaling of the top-10 fused scores, the keep model over positions 2..cap (label: the skill covers a
-    ground-truth group the skills above it do not), and the threshold with the best mean set F1."""
-    from sklearn.linear_model import LogisticRegression
+            queries: Sequence[str], similarity: Similarity, cap: int = DEFAULT_CAP) -> SelectionCut:
+    """Platt scaling of the top-10 fused scores, then per n = 1..cap a ridge regression of the set F1 that loading
+    the first n distinct skills scored on each train request."""
+    from sklearn.linear_model import RidgeCV
 
     top_scores = np.concatenate([s[:10] for s in scores])
     top_labels = np.concatenate([[any(sid in g for g in gs) for sid in r[:10]] for r, gs in zip(ranked, groups)])
     a, b = platt(top_scores, top_labels.astype(int)) if 0 < top_labels.sum() < len(top_labels) else (1.0, 0.0)
     base = SelectionCut(a, b, cap=cap)
-    per_request = [base.candidates(r, s, is_copy, cap) for r, s in zip(ranked, scores)]
     x, y = [], []
-    for (kept, kept_scores), gs, query in zip(per_request, groups, queries):
-        covered = {i for i, g in enumerate(gs) if kept and kept[0] in g}
-        for pos, row in zip(range(1, len(kept)), base.features(kept_scores, query)):
-            new = {i for i, g in enumerate(gs) if kept[pos] in g} - covered
-            x.append(row)
-            y.append(int(bool(new)))
-            covered |= new
-    if len(set(y)) < 2:  # nothing to learn: never (or always) a second need on train
-        return SelectionCut(a, b, threshold=1.0 if not any(y) else 0.0, cap=cap)
-    model = LogisticRegression(C=1.0, max_iter=2000).fit(np.asarray(x), np.asarray(y))
-    fitted = SelectionCut(a, b, tuple(float(w) for w in model.coef_[0]), float(model.intercept_[0]), cap=cap)
-    best, best_f1 = fitted, -1.0
-    for threshold in np.round(np.arange(0.05, 0.96, 0.05), 2):
-        cut = SelectionCut(a, b, fitted.weights, fitted.intercept, float(threshold), cap)
-        f1 = float(np.mean([set_scores(cut.select(r, s, is_copy, q), g)[1]
-                            for r, s, g, q in zip(ranked, scores, groups, queries)]))
-        if f1 > best_f1 + 1e-12:
-            best, best_f1 = cut, f1
-    return best
+    for r, s, gs, query in zip(ranked, scores, groups, queries):
+        kept, kept_scores = base.candidates(r, s, similarity, cap)
+        if kept:
+            x.append(base.features(kept, kept_scores, similarity, query))
+            y.append([set_scores(kept[:n], gs)[1] for n in range(1, cap + 1)])
+    if len(x) < 2:
+        raise ValueError("the selection cut needs at least two train requests with candidates")
+    x_arr, y_arr = np.asarray(x), np.asarray(y)
+    mean, scale = x_arr.mean(0), x_arr.std(0)
+    scale[scale == 0] = 1.0
+    model = RidgeCV(alphas=RIDGE_ALPHAS).fit((x_arr - mean) / scale, y_arr)
+    return SelectionCut(a, b, tuple(mean.tolist()), tuple(scale.tolist()),
+                        tuple(tuple(float(w) for w in row) for row in model.coef_),
+                        tuple(float(v) for v in model.intercept_), float(model.alpha_), cap)

@@ -30,6 +30,6 @@ def toy(tmp_path_factory):
         seen.extend(queries)
         return router.candidates(queries)
 
-    fitted = train_fusion(candidates_of, router.ids, requests, SIGNALS, router.is_copy, depth=50,
+    fitted = train_fusion(candidates_of, router.ids, requests, SIGNALS, router.similarity, depth=50,
                           data_source="toy", folds=3)
     return router, requests, fitted, seen, save_router_model(fitted, root / "model"), root

@@ -3,6 +3,7 @@
 import os
 
 import numpy as np
+import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -12,7 +13,7 @@ from skill_assets.router.fusion import GRID, PAIRS  # noqa: E402
 from skill_assets.router.fusion_training import ranked  # noqa: E402
 from skill_assets.router.registry import bundled_minilm, load_fusion  # noqa: E402
 from skill_assets.router.search import top_k_rows  # noqa: E402
-from skill_assets.router.selection import SelectionCut, fit_cut, set_scores  # noqa: E402
+from skill_assets.router.selection import FEATURES, SelectionCut, fit_cut, set_scores  # noqa: E402
 from skill_assets.router.signals import SIGNALS  # noqa: E402
 
 
@@ -59,26 +60,39 @@ def test_saved_model_loads_back_and_routes_with_signals_and_selection(toy):
         (r.skill_id, r.score) for r in routed.ranking]
 
 
-def test_selection_cut_keeps_while_the_keep_model_agrees_skips_copies_and_scores_groups_once():
-    # keep position i while sigmoid(calibrated logit) >= 0.5, i.e. while the fused score is >= 0
-    cut = SelectionCut(a=1.0, b=0.0, weights=(1.0, 0.0, 0.0, 0.0, 0.0), intercept=0.0, threshold=0.5, cap=3)
-    copies = {("b", "a"), ("a", "b")}
-    is_copy = lambda x, y: (x, y) in copies  # noqa: E731
-    # b is a copy of a (passed over), c is kept, d is not (and the cut stops there)
-    assert cut.select(["a", "b", "c", "d", "e"], [3.0, 2.9, 1.0, -1.0, 2.0], is_copy, "q") == ["a", "c"]
-    assert cut.select(["a", "b", "c"], [3.0, 2.9, 1.0], is_copy, "q", cap=1) == ["a"]
+def test_selection_cut_loads_the_count_with_the_best_predicted_f1_skips_copies_and_scores_groups_once():
+    # predicted F1 of loading n: n=1 → 0.5, n=2 → 0.5 + p_2 (the second skill's calibrated probability), n=3 → 0.2
+    p_2 = FEATURES.index("p_2")
+    coef = ((0.0,) * len(FEATURES), tuple(1.0 if i == p_2 else 0.0 for i in range(len(FEATURES))),
+            (0.0,) * len(FEATURES))
+    cut = SelectionCut(a=1.0, b=0.0, coef=coef, intercepts=(0.5, 0.5, 0.2), cap=3)
+    similar = {("b", "a"), ("a", "b")}
+    similarity = lambda x, y: 0.99 if (x, y) in similar else 0.1  # noqa: E731
+    # b is a copy of a (passed over); c's fused score 1.0 gives p_2 = 0.73: two beat one
+    assert cut.select(["a", "b", "c", "d"], [3.0, 2.9, 1.0, -1.0], similarity, "q") == ["a", "c"]
+    # with 0.6 for loading one, a weak second skill (fused -3.0: p_2 = 0.05, two predict 0.55) is left out
+    weak = SelectionCut(a=1.0, b=0.0, coef=coef, intercepts=(0.6, 0.5, 0.2), cap=3)
+    assert weak.select(["a", "c", "d"], [3.0, -3.0, -4.0], similarity, "q") == ["a"]
+    assert cut.select(["a", "b", "c"], [3.0, 2.9, 1.0], similarity, "q", cap=1) == ["a"]
+    assert SelectionCut().select(["a", "c"], [1.0, 0.9], similarity, "q") == ["a"]   # unfitted: the first alone
     assert SelectionCut.from_dict(cut.as_dict()) == cut
     assert set_scores(["a", "c"], [["a", "b"], ["c"]]) == (1.0, 1.0)
     assert set_scores(["a", "b"], [["a", "b"], ["c"]]) == (0.0, 0.5)   # a second copy is a wrong pick
     assert set_scores(["x"], [["a"]]) == (0.0, 0.0)
 
 
-def test_fit_cut_learns_to_keep_a_second_skill_when_train_requests_need_one():
-    is_copy = lambda x, y: False  # noqa: E731
+def test_an_old_threshold_selection_file_is_a_clear_error():
+    with pytest.raises(ValueError, match="materialize router_fusion again"):
+        SelectionCut.from_dict({"a": 1.0, "b": 0.0, "weights": [1.0], "intercept": 0.0, "threshold": 0.5})
+
+
+def test_fit_cut_learns_to_load_two_skills_when_train_requests_need_them():
+    similarity = lambda x, y: 0.0  # noqa: E731
     # requests needing two skills have two high fused scores; single-skill requests one
     ranked = [["a", "b", "c"]] * 40
     scores = [np.array([2.0, 1.8, -2.0])] * 20 + [np.array([2.0, -1.5, -2.0])] * 20
     groups = [[["a"], ["b"]]] * 20 + [[["a"]]] * 20
-    cut = fit_cut(ranked, scores, groups, ["one request"] * 40, is_copy)
-    assert cut.select(["a", "b", "c"], [2.0, 1.8, -2.0], is_copy, "one request") == ["a", "b"]
-    assert cut.select(["a", "b", "c"], [2.0, -1.5, -2.0], is_copy, "one request") == ["a"]
+    cut = fit_cut(ranked, scores, groups, ["one request"] * 40, similarity)
+    assert cut.select(["a", "b", "c"], [2.0, 1.8, -2.0], similarity, "one request") == ["a", "b"]
+    assert cut.select(["a", "b", "c"], [2.0, -1.5, -2.0], similarity, "one request") == ["a"]
+    assert cut.alpha in (0.1, 1.0, 10.0, 100.0) and len(cut.intercepts) == cut.cap == 3

@@ -63,7 +63,7 @@ def router_fusion(context: dg.AssetExecutionContext, config: FusionSettings, sto
                     signals=SIGNALS, multilingual_model=config.multilingual, log=context.log.info)
     router.index(skills)
     fitted = train_fusion(lambda queries: router.candidates(queries, depth=config.depth), router.ids, requests,
-                          SIGNALS, router.is_copy, config.depth, source, cap=config.cap, log=context.log.info)
+                          SIGNALS, router.similarity, config.depth, source, cap=config.cap, log=context.log.info)
     fitted.card["data"].update({"embedder": embedder, "multilingual": config.multilingual})
     version = digest(repr((source, fitted.card["data"]["train_ids_hash"], fitted.card["data"]["dev_ids_hash"],
                            embedder, sorted(router.ids))))[:12]

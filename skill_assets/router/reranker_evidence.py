@@ -42,7 +42,7 @@ def reranker_evidence(db_path: str | Path | None, reranker_path: str | Path,
         found = store.query(db, f"""SELECT r.{key} AS bench, r.value AS reranked, f.value AS first, r.n_queries AS n
             FROM "{table}" r JOIN "{table}" f ON f.{key} = r.{key} AND f.slice = 'all' AND f.metric = 'ndcg@10'
                  AND f.system = split_part(split_part(r.model_version, ' over ', 2), '@', 1)
-            WHERE r.system LIKE 'reranker:%' AND r.slice = 'all' AND r.metric = 'ndcg@10' AND r.n_queries > 0
+            WHERE (r.system LIKE 'reranker:%' OR r.system LIKE '%+reranker:%') AND r.slice = 'all' AND r.metric = 'ndcg@10' AND r.n_queries > 0
                   AND starts_with(r.model_version, ?) {where}
                   AND (? IS NULL OR f.system = ?)""", [fingerprint + " ", first_stage, first_stage])
         rows.extend(found.iter_rows(named=True))

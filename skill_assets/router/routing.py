@@ -109,8 +109,9 @@ class Router:
     def from_store(cls, db_path: str | Path | None = None, embedder: str | Path | None = None,
                    reranker: str | Path | None = None, query_prompt: str = "", cache_dir: str | Path | None = None,
                    fusion: str | Path | None = None, **kwargs) -> Router:
-        """Explicit paths win; else the newest ``r3`` models in the store's registry (a reranker only unless the
-        store's benchmarks show it ranking worse than its first stage — the fused head when routing is hybrid);
+        """Explicit paths win; else the newest ``r3`` models in the store's registry (a reranker over the fused head
+        only where the store's benchmarks show it ranking better than the fusion alone; over the bi-encoder unless
+        they show it ranking worse);
         else the bundled MiniLM embedder and no reranker. ``reranker="base"`` asks for the bundled MiniLM as a
         cross-encoder (random head), ``reranker="none"`` for no reranking even when the store has one.
         ``fusion``: a fusion model folder, ``"none"`` for the bi-encoder path alone, default the newest
@@ -128,9 +129,12 @@ class Router:
         if reranker is None:
             rr = registered_model(db, "reranker")
             first_stage = FUSED_SYSTEM if fusion_dir else None
-            if rr and (evidence := reranker_evidence(db, rr, first_stage)).helps is False:
-                log(f"registered reranker {rr} not used, it ranks worse than its first stage: {evidence.reason}; "
-                    f"pass --reranker {rr} to use it anyway")
+            evidence = reranker_evidence(db, rr, first_stage) if rr else None
+            # the fused head is good enough that an unproven reranker is a gamble: it must have shown a gain there
+            if evidence and (evidence.helps is False or (fusion_dir and evidence.helps is None)):
+                why = "it ranks worse than its first stage" if evidence.helps is False else "nothing shows it helps"
+                log(f"registered reranker {rr} not used, {why}: {evidence.reason}; pass --reranker {rr} to use it "
+                    f"anyway")
                 rr = None
         elif str(reranker).lower() in NO_RERANKER:
             rr = None

@@ -33,6 +33,8 @@ FEATURES = ("log_chars", "log_sentences", "p_1", "p_2", "p_3", "cos_1_2", "cos_1
 #: ``gap_1_j`` of a ranking with fewer than j distinct skills: farther than any real gap
 _NO_SKILL_GAP = 10.0
 RIDGE_ALPHAS = (0.1, 1.0, 10.0, 100.0)
+#: fewer train requests with candidates than this and the cut is not fitted (it loads the first skill alone)
+MIN_FIT_REQUESTS = 10
 
 Similarity = Callable[[str, str], float]
 
@@ -133,7 +135,8 @@ def platt(scores: np.ndarray, labels: np.ndarray) -> tuple[float, float]:
 def fit_cut(ranked: Sequence[Sequence[str]], scores: Sequence[np.ndarray], groups: Sequence[Sequence[Sequence[str]]],
             queries: Sequence[str], similarity: Similarity, cap: int = DEFAULT_CAP) -> SelectionCut:
     """Platt scaling of the top-10 fused scores, then per n = 1..cap a ridge regression of the set F1 that loading
-    the first n distinct skills scored on each train request."""
+    the first n distinct skills scored on each train request. Too few requests to learn from (a demo's handful):
+    the unfitted cut, which loads the first skill alone (``alpha`` None says so in the card)."""
     from sklearn.linear_model import RidgeCV
 
     top_scores = np.concatenate([s[:10] for s in scores])
@@ -146,8 +149,8 @@ def fit_cut(ranked: Sequence[Sequence[str]], scores: Sequence[np.ndarray], group
         if kept:
             x.append(base.features(kept, kept_scores, similarity, query))
             y.append([set_scores(kept[:n], gs)[1] for n in range(1, cap + 1)])
-    if len(x) < 2:
-        raise ValueError("the selection cut needs at least two train requests with candidates")
+    if len(x) < MIN_FIT_REQUESTS:
+        return base
     x_arr, y_arr = np.asarray(x), np.asarray(y)
     mean, scale = x_arr.mean(0), x_arr.std(0)
     scale[scale == 0] = 1.0

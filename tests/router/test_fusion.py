@@ -96,3 +96,10 @@ def test_fit_cut_learns_to_load_two_skills_when_train_requests_need_them():
     assert cut.select(["a", "b", "c"], [2.0, 1.8, -2.0], similarity, "one request") == ["a", "b"]
     assert cut.select(["a", "b", "c"], [2.0, -1.5, -2.0], similarity, "one request") == ["a"]
     assert cut.alpha in (0.1, 1.0, 10.0, 100.0) and len(cut.intercepts) == cut.cap == 3
+
+
+def test_fit_cut_with_too_few_train_requests_loads_the_first_skill_alone():
+    similarity = lambda x, y: 0.0  # noqa: E731
+    cut = fit_cut([["a", "b"], ["a", "b"], []], [np.array([2.0, 1.9]), np.array([2.0, 1.9]), np.zeros(0)],
+                  [[["a"], ["b"]]] * 3, ["q"] * 3, similarity)
+    assert cut.alpha is None and cut.select(["a", "b"], [2.0, 1.9], similarity, "q") == ["a"]

@@ -272,6 +272,30 @@ def test_registered_reranker_is_skipped_when_the_store_scores_it_below_its_first
     assert Router.from_store(db_path=db, reranker=str(rr)).reranker_path == str(rr)  # explicit always wins
 
 
+def test_hybrid_route_uses_a_registered_reranker_only_where_the_store_shows_it_helps_the_fusion(tmp_path, minilm):
+    import polars as pl
+
+    from skill_assets.lib.common import store
+    from skill_assets.lib.common.embedding_cache import model_fingerprint
+    from skill_assets.router.fusion import FusionModel
+
+    db, rr, fusion = tmp_path / "store.duckdb", tmp_path / "models" / "reranker-r3", tmp_path / "models" / "fusion"
+    rr.mkdir(parents=True)
+    (rr / "model.safetensors").write_bytes(b"trained weights")
+    FusionModel("linear", ("bm25",), coef=[1.0]).save(fusion)
+    store.replace_table(db, "reranker", pl.DataFrame({"variant": ["r3"], "path": [str(rr)],
+                                                      "trained_at": [datetime.now(UTC)]}))
+    said: list[str] = []
+    assert Router.from_store(db_path=db, fusion=fusion, log=said.append).reranker_path is None  # no figures yet
+    assert any("nothing shows it helps" in msg for msg in said)
+    assert Router.from_store(db_path=db, fusion="none").reranker_path == str(rr)  # bi-encoder path: today's rule
+    store.replace_table(db, "benchmark_metrics", pl.DataFrame(
+        [{"split": "test", "system": system, "slice": "all", "metric": "ndcg@10", "value": value, "n_queries": 10,
+          "model_version": mv} for system, value, mv in
+         (("fusion+reranker:r3", 0.7, f"{model_fingerprint(rr)} over fusion@abc"), ("fusion", 0.6, "abc"))]))
+    assert Router.from_store(db_path=db, fusion=fusion).reranker_path == str(rr)
+
+
 def test_pool_documents_are_embedded_by_the_gated_backend_and_it_keys_the_cache(minilm, pool_dir, tmp_path):
     skills, _ = load_pool(pool_dir)
     said: list[str] = []

@@ -4,9 +4,10 @@ Materializes, into a DuckDB file of its own, what that takes: the corpus stage o
 (one source per repository folder, so skill ids are the curated ones), neighbourhoods, a small
 SmolLM2 generation (the curated train split is the training signal, the pipeline's own queries
 only join it), the `r3` hard negatives and embedder (curated train split added, checkpoint picked on
-the curated dev split), then the `curated` partition of the external benchmarks: BM25, the base
-embedder and the trained one rank the whole pool for every test request. Test requests are only
-ever scored.
+the curated dev split), the router's fusion (fitted on the curated train split, chosen on dev), then
+the `curated` partition of the external benchmarks: BM25, the base embedder, the trained one and the
+router's systems (each signal, RRF of each pair, the fusion, fusion + reranker with ``--reranker``)
+rank the whole pool for every test request. Test requests are only ever scored.
 
     .venv/bin/python bench/curated_eval.py [--pool ../shared/corpus/github-skills/repos]
         [--workdir data/curated_eval] [--epochs 2] [--dev-evaluations 2] [--reranker]
@@ -26,14 +27,19 @@ from pathlib import Path
 
 import yaml
 
+from skill_assets.lib.evaluation.curated_benchmark import CURATED_DIR, REQUESTS
+from skill_assets.materialize import materialize  # reads the definitions only when called
+
 REPO = Path(__file__).resolve().parents[1]
 SHARED_POOL = REPO.parent / "shared" / "corpus" / "github-skills" / "repos"
 METRICS = {"hit@1": "hit1", "ndcg@10": "ndcg10", "fc@10": "fc10", "set_compat": "set_compat"}
 
 
-def run_config(epochs: int, dev_evaluations: int) -> dict:
-    """Small generation, short training inputs; selection on the curated dev split (the assets' default)."""
+def run_config(epochs: int, dev_evaluations: int, pool: Path) -> dict:
+    """Small generation, short training inputs; selection on the curated dev split (the assets' default); the
+    router's fusion fitted on the curated requests over ``pool``."""
     return {"ops": {
+        "router_fusion": {"config": {"requests_path": str(CURATED_DIR / REQUESTS), "pool_path": str(pool)}},
         "skill_combinations": {"config": {"train_counts": {"1": 2, "2": 1, "3": 1},
                                           "test_counts": {"1": 1, "2": 1, "3": 1}}},
         "llm_records": {"config": {"max_tokens": 200, "prompt_body_chars": 300}},
@@ -106,11 +112,9 @@ def main() -> None:
     if not args.pool.is_dir():
         sys.exit(f"{args.pool}: no such pool directory (the shared corpus beside this checkout)")
     config = configure(args.workdir.resolve(), args.pool.resolve())
-    config.write_text(yaml.safe_dump(run_config(args.epochs, args.dev_evaluations)))
-    from skill_assets.cli import materialize
-
+    config.write_text(yaml.safe_dump(run_config(args.epochs, args.dev_evaluations, args.pool.resolve())))
     started = time.perf_counter()
-    selection = ["+key:embedder", "key:ingest_rejects", "key:external_skills", "key:external_queries", "key:external_runs",
+    selection = ["+key:embedder", "key:router_fusion", "key:ingest_rejects", "key:external_skills", "key:external_queries", "key:external_runs",
                  "key:external_metrics", *(["key:reranker"] if args.reranker else [])]
     if materialize(selection, str(config), ["r3", "curated"]) != 0:
         sys.exit("materialization failed (see above)")

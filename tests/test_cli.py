@@ -17,11 +17,10 @@ from pathlib import Path
 import dagster as dg
 import duckdb
 import pytest
+from generation_inputs import single_skill_combinations, synthetic_skills, write_generation_inputs
 
 from skill_assets.cli import main
-from skill_assets.lib.common import store as store_lib
 from skill_assets.lib.common.processes import process_token
-from skill_assets.lib.common.tables import frame
 from skill_assets.materialize import HOST_TAG, PROCESS_TAG, all_failed_summary, mark_stale_runs, plan_runs
 
 REPO = Path(__file__).resolve().parent.parent
@@ -128,13 +127,7 @@ def test_all_failed_summary_names_the_asset_and_reasons():
 def test_materialize_exits_1_when_every_request_failed(tmp_path, fault_server):
     """The whole CLI against an endpoint that refuses every request: non-zero exit, a summary, no 'done'."""
     db = tmp_path / "s.duckdb"
-    skills = [{"skill_id": f"s{i}", "source": "t", "path": f"s{i}/SKILL.md", "name": f"skill-{i}",
-               "description": f"does thing {i}", "body": f"How to do thing {i}. " * 10, "language": "en",
-               "content_hash": f"h{i}", "n_duplicates": 0} for i in range(2)]
-    combos = [{"combination_id": f"en2en-{j}", "pool": "train", "direction": "en2en", "k": 1, "skill_ids": [f"s{j}"],
-               "neighbourhood": "any", "style": "task_direct"} for j in range(2)]
-    store_lib.replace_table(db, "skills", frame("skills", skills))
-    store_lib.replace_table(db, "skill_combinations", frame("skill_combinations", combos))
+    write_generation_inputs(db, synthetic_skills(2), single_skill_combinations(2))
     fault_server.default = "401"
     env = {**os.environ, "SKILL_ASSETS_DB": str(db), "DAGSTER_HOME": str(tmp_path / "home"),
            "SKILL_ASSETS_LLM_BASE_URL": fault_server.url, "PYTHONPATH": str(REPO)}

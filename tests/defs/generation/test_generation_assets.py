@@ -10,13 +10,12 @@ import json
 import dagster as dg
 import duckdb
 import pytest
+from generation_inputs import synthetic_skills, write_generation_inputs
 
 from skill_assets.defs.generation.assets import llm_records, query_audit
 from skill_assets.defs.generation.checks import llm_records_cover_combinations, llm_records_decided_with_reason
 from skill_assets.defs.generation.partitions import direction_partitions
 from skill_assets.defs.resources import DuckDBStore, LLMEndpoint
-from skill_assets.lib.common import store as store_lib
-from skill_assets.lib.common.tables import frame
 
 SENTINEL = "sk-SENTINEL-asset-never-leak-987654321"
 
@@ -24,14 +23,10 @@ SENTINEL = "sk-SENTINEL-asset-never-leak-987654321"
 @pytest.fixture
 def db(tmp_path):
     path = tmp_path / "s.duckdb"
-    skills = [{"skill_id": f"s{i}", "source": "t", "path": f"s{i}/SKILL.md", "name": f"skill-{i}",
-               "description": f"does thing {i}", "body": f"How to do thing {i}. " * 10, "language": "en",
-               "content_hash": f"h{i}", "n_duplicates": 0} for i in range(6)]
     combos = [{"combination_id": f"{d}-{j}", "pool": "train", "direction": d, "k": 1 + j % 2,
                "skill_ids": [f"s{j}"] if j % 2 == 0 else [f"s{j}", f"s{j + 1}"], "neighbourhood": "any",
                "style": "task_direct"} for d in ("en2en", "en2zh") for j in range(4)]
-    store_lib.replace_table(path, "skills", frame("skills", skills))
-    store_lib.replace_table(path, "skill_combinations", frame("skill_combinations", combos))
+    write_generation_inputs(path, synthetic_skills(6), combos)
     return path
 
 

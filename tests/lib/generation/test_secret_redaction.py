@@ -13,9 +13,8 @@ import dagster as dg
 import duckdb
 import openai
 from fault_server import synthetic_items
+from generation_inputs import single_skill_combinations, synthetic_skills, write_generation_inputs
 
-from skill_assets.lib.common import store as store_lib
-from skill_assets.lib.common.tables import frame
 from skill_assets.lib.generation.llm_client import GenerationLimits, SamplingParams, redact, redacted_excerpt
 from skill_assets.lib.generation.records import generate, summarize
 from skill_assets.lib.generation.response_cache import CACHE_TABLE, ResponseCache
@@ -67,13 +66,7 @@ def test_llm_records_asset_keeps_the_key_out_of_the_run_storage(fault_server, tm
 
     monkeypatch.setenv("SKILL_ASSETS_LLM_API_KEY", KEY)
     db = tmp_path / "s.duckdb"
-    skills = [{"skill_id": f"s{i}", "source": "t", "path": f"s{i}/SKILL.md", "name": f"skill-{i}",
-               "description": f"does thing {i}", "body": f"How to do thing {i}. " * 10, "language": "en",
-               "content_hash": f"h{i}", "n_duplicates": 0} for i in range(3)]
-    combos = [{"combination_id": f"en2en-{j}", "pool": "train", "direction": "en2en", "k": 1, "skill_ids": [f"s{j}"],
-               "neighbourhood": "any", "style": "task_direct"} for j in range(3)]
-    store_lib.replace_table(db, "skills", frame("skills", skills))
-    store_lib.replace_table(db, "skill_combinations", frame("skill_combinations", combos))
+    write_generation_inputs(db, synthetic_skills(3), single_skill_combinations(3))
     fault_server.default = "401_echo_key:225"  # the key spans character 300 of the stored error
     home = tmp_path / "dagster_home"
     home.mkdir()

@@ -59,19 +59,15 @@ def summarise(per_query: dict[str, np.ndarray], requests: list[Request]) -> dict
 def selection_report(router: Router, fused: list[list[str]], fused_scores: list[np.ndarray],
                      requests: list[Request]) -> dict:
     """Exact-set match and set F1 of ``selected`` vs fixed k and the oracle k, overall and by ground-truth k."""
-    def first_k(ranking: list[str], k: int) -> list[str]:
-        kept: list[str] = []
-        for sid in ranking:
-            if len(kept) == k:
-                break
-            if not any(router.is_copy(sid, c) for c in kept):
-                kept.append(sid)
-        return kept
+    cut = router.selection
 
-    picks = {"selected": [router.selection.select(r, s, router.similarity, q.query)
-                          for r, s, q in zip(fused, fused_scores, requests)],
-             **{f"fixed_k{k}": [first_k(r, k) for r in fused] for k in (1, 2, 3)},
-             "oracle_k": [first_k(r, q.k) for r, q in zip(fused, requests)]}
+    def first_k(ranking: list[str], scores: np.ndarray, k: int) -> list[str]:
+        """The first ``k`` distinct skills, copies passed over as ``selected`` passes them."""
+        return cut.candidates(ranking, scores, router.similarity, k)[0]
+
+    picks = {"selected": [cut.select(r, s, router.similarity, q.query) for r, s, q in zip(fused, fused_scores, requests)],
+             **{f"fixed_k{k}": [first_k(r, s, k) for r, s in zip(fused, fused_scores)] for k in (1, 2, 3)},
+             "oracle_k": [first_k(r, s, q.k) for r, s, q in zip(fused, fused_scores, requests)]}
     out = {}
     for name, chosen in picks.items():
         scores = np.array([set_scores(c, q.groups) for c, q in zip(chosen, requests)])

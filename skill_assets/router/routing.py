@@ -303,12 +303,9 @@ class Router:
                           self._skill_zh, depth or (self.fusion.depth if self.fusion else DEFAULT_DEPTH))
 
     def similarity(self, a: str, b: str) -> float:
-        """Cosine of two pool skills' documents (the selection cut reads it: copies, and needs served twice)."""
+        """Cosine of two pool skills' documents: the selection cut reads it to pass over copies (cosine ≥ its
+        ``copy_cosine``) and to see two skills that would serve one need."""
         return float(self._matrix[self._row_of[a]] @ self._matrix[self._row_of[b]])
-
-    def is_copy(self, a: str, b: str) -> bool:
-        """Two pool skills are copies of one skill when their documents embed alike (see ``selection``)."""
-        return self.similarity(a, b) >= self.selection.copy_cosine
 
     def route_requests(self, queries: list[str], top_k: int = 20, rerank_depth: int = 20, use_reranker: bool = True,
                        cap: int | None = None) -> list[RoutedRequest]:

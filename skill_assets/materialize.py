@@ -101,6 +101,29 @@ def _run_config_for(keys: list, config: dict) -> dict:
     return {"ops": {op: cfg for op, cfg in config.get("ops", {}).items() if op in ops}}
 
 
+def configured_resources(resources: dict, overrides: dict) -> dict:
+    """``resources`` with the run config's ``resources: {name: {config: {field: value}}}`` applied.
+
+    This is how a run config sets the LLM endpoint's timeout, concurrency and retries (or any other
+    resource field) for one ``materialize``; an unknown resource or field is a ``ValueError`` that
+    names the valid ones.
+    """
+    out = dict(resources)
+    for name, section in (overrides or {}).items():
+        if name not in out:
+            raise ValueError(f"run config: unknown resource {name!r}; resources are {sorted(out)}")
+        fields = (section or {}).get("config", {}) if isinstance(section, dict) else None
+        if not isinstance(fields, dict):
+            raise ValueError(f"run config: resources.{name} takes {{config: {{field: value}}}}")
+        resource = out[name]
+        known = type(resource).model_fields
+        if unknown := sorted(set(fields) - set(known)):
+            raise ValueError(f"run config: resources.{name} has no field {unknown}; fields are {sorted(known)}")
+        current = {k: getattr(resource, k) for k in known}
+        out[name] = type(resource)(**{**current, **fields})
+    return out
+
+
 def mark_stale_runs(instance) -> list[str]:
     """Mark failed the runs this host's CLI started whose process is gone (killed); return their ids."""
     import dagster as dg
@@ -141,8 +164,9 @@ def materialize(selection: list[str] | None, config_path: str | None, partitions
     _dagster_home(db)
     try:
         config = (yaml.safe_load(Path(config_path).read_text()) or {}) if config_path else {}
+        resources = configured_resources(defs.resources, config.get("resources", {}))
         runs = plan_runs(selection)
-    except (OSError, yaml.YAMLError, SelectionError) as exc:
+    except (OSError, yaml.YAMLError, SelectionError, ValueError) as exc:
         print(f"skill-assets materialize: error: {str(exc).splitlines()[0]}", file=sys.stderr)
         return 2
     assets = list(defs.assets or []) + list(defs.asset_checks or [])
@@ -159,7 +183,7 @@ def materialize(selection: list[str] | None, config_path: str | None, partitions
             all_failed: list[str] = []
             for partition in partition_keys_for(pdef, partitions) if pdef is not None else [None]:
                 print(f"materializing {names}" + (f" [{partition}]" if partition else ""), flush=True)
-                result = dg.materialize(assets, selection=keys, instance=instance, resources=defs.resources,
+                result = dg.materialize(assets, selection=keys, instance=instance, resources=resources,
                                         partition_key=partition, run_config=_run_config_for(keys, config),
                                         raise_on_error=False, tags=tags)
                 if not result.success:

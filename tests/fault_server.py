@@ -28,6 +28,7 @@ generate --db D --url U --n N`` runs :func:`skill_assets.lib.generation.records.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
 import socket
@@ -144,7 +145,10 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
             self.connection.shutdown(socket.SHUT_RDWR)
         else:
-            time.sleep(float(arg or fs.slow_s) if name == "slow" else fs.latency_s)
+            with fs.slot:  # a single-slot server (llama.cpp's) queues the rest and never stops a started generation
+                with fs._lock:
+                    fs.generations[h] += 1
+                time.sleep(float(arg or fs.slow_s) if name == "slow" else fs.latency_s)
             self._send(200, self._completion(fs, h, name, messages, payload))
             with fs._lock:
                 fs.completed[h] += 1
@@ -168,8 +172,11 @@ class _Handler(BaseHTTPRequestHandler):
 class FaultServer:
     """Start with ``with FaultServer() as fs:``; ``fs.url`` is the OpenAI base URL."""
 
-    def __init__(self, latency_s: float = 0.0, slow_s: float = 3.0, default: str = "ok") -> None:
+    def __init__(self, latency_s: float = 0.0, slow_s: float = 3.0, default: str = "ok", slots: int | None = None) -> None:
+        """``slots``: generations run at once (None: one per connection); the others wait their turn."""
         self.latency_s = latency_s
+        self.slot = threading.Semaphore(slots) if slots else contextlib.nullcontext()
+        self.generations: Counter[str] = Counter()
         self.slow_s = slow_s
         self.default = default
         self._scripts: dict[str, list[str]] = defaultdict(list)
@@ -196,6 +203,7 @@ class FaultServer:
     def reset_counts(self) -> None:
         with self._lock:
             self.requests.clear()
+            self.generations.clear()
             self.completed.clear()
             self.arrivals.clear()
             self.actions.clear()

@@ -110,6 +110,13 @@ class ModelSettings(dg.ConfigurableResource):
         return model
 
 
+#: how a client talks to each kind of server when the run config does not say: the bundled llama.cpp server has
+#: one slot and never stops a generation it has started, so one request at a time, a timeout that only a hung
+#: server reaches, and no retries; a remote endpoint serves many and fails fast when dead
+LOCAL_SERVER = {"concurrency": 1, "timeout_s": 900.0, "max_retries": 0}
+REMOTE_ENDPOINT = {"concurrency": 2, "timeout_s": 120.0, "max_retries": 4}
+
+
 class LLMEndpoint(dg.ConfigurableResource):
     """An OpenAI-compatible chat endpoint; with no ``base_url`` the bundled SmolLM2 is served locally.
 
@@ -121,9 +128,15 @@ class LLMEndpoint(dg.ConfigurableResource):
     model: str = Field(default_factory=lambda: os.environ.get("SKILL_ASSETS_LLM_MODEL", "smollm2-135m-instruct"))
     test_model: str | None = Field(default=None, description="generator for the test pool (a different family)")
     api_key_env: str = "SKILL_ASSETS_LLM_API_KEY"
-    timeout_s: float = 120.0
-    max_retries: int = 4
-    concurrency: int = 2
+    timeout_s: float | None = Field(default=None, description=(
+        "seconds one HTTP attempt may take; default 120 for an endpoint, 900 for the bundled server, whose "
+        "one slot is ours alone, so the wait is generation, never queue"))
+    max_retries: int | None = Field(default=None, description=(
+        "SDK retries per request; default 4 for an endpoint, 0 for the bundled server (a retry after a "
+        "timeout would queue behind the generation the server is still running)"))
+    concurrency: int | None = Field(default=None, description=(
+        "requests in flight; default 2 for an endpoint, 1 for the bundled server (llama.cpp's server "
+        "generates one at a time)"))
     local_n_ctx: int = 4096
 
     _base_url: str | None = PrivateAttr(default=None)
@@ -146,10 +159,18 @@ class LLMEndpoint(dg.ConfigurableResource):
     def uses_local_server(self) -> bool:
         return not self.base_url
 
+    def _setting(self, name: str) -> float:
+        value = getattr(self, name)
+        return value if value is not None else (LOCAL_SERVER if self.uses_local_server else REMOTE_ENDPOINT)[name]
+
+    @property
+    def effective_concurrency(self) -> int:
+        return max(1, int(self._setting("concurrency")))
+
     def client(self) -> openai.AsyncOpenAI:
         return openai.AsyncOpenAI(base_url=self._base_url or self.base_url,
                                   api_key=os.environ.get(self.api_key_env) or NO_KEY,
-                                  timeout=self.timeout_s, max_retries=self.max_retries)
+                                  timeout=self._setting("timeout_s"), max_retries=int(self._setting("max_retries")))
 
     def model_for_pool(self, pool: str) -> str:
         return self.test_model if pool == "test" and self.test_model else self.model

@@ -85,7 +85,7 @@ def llm_records(context: dg.AssetExecutionContext, config: GenerationSettings, s
     items = [GenerationItem(c["combination_id"], llm.model_for_pool(c["pool"]),
                             render_messages([skills[s] for s in c["skill_ids"]], direction, c["style"],
                                             config.prompt_body_chars), TEMPLATE_VERSION, c) for c in combos]
-    limits = GenerationLimits(llm.concurrency, config.batch_size, config.max_consecutive_failures,
+    limits = GenerationLimits(llm.effective_concurrency, config.batch_size, config.max_consecutive_failures,
                               config.max_total_tokens, config.max_total_cost_usd)
     prices = {m: ModelPrice(p.input_per_m, p.output_per_m) for m, p in config.prices.items()}
     outcome = generate(items, llm.client(), params, ResponseCache(store.path), limits, prices,

@@ -114,3 +114,43 @@ def test_replacing_rows_migrates_an_older_table(fault_server, db):
                                     "'llm_records' ORDER BY ordinal_position")]
     assert "legacy" not in cols and "decision" in cols
     assert ("old-1", "zh2zh") in _rows(db, "SELECT record_id, direction FROM llm_records")
+
+
+def test_a_slow_single_slot_server_answers_every_record_with_no_wasted_generation(db):
+    """The bundled llama.cpp server generates one request at a time and never stops one it started. Against a
+    slow single-slot server the bundled-server settings write every record, each prompt generated once; the
+    endpoint settings (2 in flight, a timeout that counts the queue, SDK retries) waste generations and fail."""
+    from fault_server import FaultServer
+
+    from skill_assets.defs.generation.assets import JOURNAL_DIR
+    from skill_assets.defs.resources import LOCAL_SERVER
+    from skill_assets.materialize import configured_resources
+
+    instance = dg.DagsterInstance.ephemeral()
+    with FaultServer(latency_s=1.0, slots=1) as slow:
+        base = {"store": DuckDBStore(database=str(db)), "llm": LLMEndpoint(base_url=slow.url, model="fault-model")}
+        hurried = configured_resources(base, {"llm": {"config": {"concurrency": 2, "timeout_s": 1.5,
+                                                                  "max_retries": 2}}})
+        dg.materialize([llm_records], partition_key="en2en", resources=hurried, instance=instance)
+        wasted = sum(slow.generations.values()) - len(slow.generations)
+        assert wasted > 0  # the second request in flight always waits out its timeout in the queue, then retries
+
+        slow.reset_counts()
+        with duckdb.connect(str(db)) as con:  # a fresh start: nothing cached from the hurried run
+            con.execute("DROP TABLE IF EXISTS llm_records; DROP TABLE IF EXISTS llm_response_cache")
+        for journal in (db.parent / JOURNAL_DIR).glob("*.jsonl"):
+            journal.unlink()
+        patient = configured_resources(base, {"llm": {"config": LOCAL_SERVER}})
+        result = dg.materialize([llm_records, llm_records_cover_combinations], partition_key="en2en",
+                                resources=patient, instance=instance)
+    assert result.success and all(e.passed for e in result.get_asset_check_evaluations())
+    decisions = _rows(db, "SELECT decision, count(*) FROM llm_records GROUP BY ALL")
+    assert "FAILED" not in dict(decisions) and sum(n for _, n in decisions) == 4
+    assert len(slow.generations) == 4 and set(slow.generations.values()) == {1}  # each prompt generated once
+
+
+def test_the_bundled_server_gets_one_request_at_a_time_no_retries_and_a_generation_timeout():
+    local, remote = LLMEndpoint(base_url=None), LLMEndpoint(base_url="http://127.0.0.1:9/v1")
+    assert (local.effective_concurrency, local.client().max_retries, local.client().timeout) == (1, 0, 900.0)
+    assert (remote.effective_concurrency, remote.client().max_retries, remote.client().timeout) == (2, 4, 120.0)
+    assert LLMEndpoint(base_url=None, concurrency=3, max_retries=1).client().max_retries == 1

@@ -41,11 +41,33 @@ def _dagster_home(db: str) -> Path:
     return home
 
 
+def _parses(text: str) -> bool:
+    import dagster as dg
+
+    try:
+        dg.AssetSelection.from_string(text)
+    except Exception:  # noqa: BLE001 - Dagster raises several types for a bad string
+        return False
+    return True
+
+
+def _as_dagster_selection(text: str) -> str:
+    """``text``, or the union of its space-separated parts where only they parse (``'key:a key:b'``).
+
+    Dagster's syntax unites with ``or``; the space-separated list is the form people (and this
+    README) write, so it means the same instead of being refused.
+    """
+    parts = text.split()
+    if len(parts) > 1 and not _parses(text) and all(_parses(p) for p in parts):
+        return " or ".join(f"({p})" for p in parts)
+    return text
+
+
 def selected_keys(graph, selection: list[str]) -> set:
     """Asset keys of ``selection``, widened to whole multi-assets that cannot run in part."""
     import dagster as dg
 
-    text = " or ".join(f"({s})" for s in selection)
+    text = " or ".join(f"({_as_dagster_selection(s)})" for s in selection)
     try:
         chosen = set(dg.AssetSelection.from_string(text).resolve(graph))
     except Exception as exc:  # noqa: BLE001 - Dagster raises several types for a bad string

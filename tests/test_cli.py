@@ -51,6 +51,10 @@ def run_sql_text(tmp_path: Path, sql: str, capsys) -> tuple[int, str, str]:
     ("SET enable_external_access = true; SELECT 1", 2, "SET"),
     ("EXPORT DATABASE '{tmp}/exp'", 2, "refused"),
     ("CREATE TABLE u (a INT)", 2, "CREATE"),
+    ("EXPLAIN ANALYZE CREATE TEMP TABLE u AS SELECT 1", 2, "EXPLAIN of CREATE"),
+    ("explain analyse INSERT INTO t VALUES (2)", 2, "EXPLAIN of INSERT"),
+    ("CALL duckdb_tables()", 2, "CALL"),
+    ("SELECT * FROM query('FROM enable_logging()')", 2, "query()"),
     ("SELECT * FROM read_text('/etc/hostname')", 1, "disabled by configuration"),
     ("SELECT * FROM '{tmp}/x.csv'", 1, "disabled by configuration"),
     ("SELEC 1", 2, "syntax error"),
@@ -68,11 +72,33 @@ def test_sql_refuses_and_fails_in_one_line(sql, code, words, db, tmp_path, capsy
     assert not (tmp_path / "other.duckdb").exists()
 
 
+@pytest.mark.parametrize("sql", [
+    "CALL enable_logging(storage='file', storage_path='{tmp}/logs')",
+    "FROM enable_logging(storage='file', storage_path='{tmp}/logs'); SELECT * FROM t",
+])
+def test_sql_refuses_connection_changing_functions_instead_of_aborting(sql, db, tmp_path):
+    """File logging refused by the sandbox once killed the process with SIGABRT (issue 21, finding 8)."""
+    (tmp_path / "q.sql").write_text(sql.format(tmp=tmp_path))
+    proc = subprocess.run([sys.executable, "-m", "skill_assets.cli", "sql", str(tmp_path / "q.sql")],
+                          capture_output=True, text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert proc.returncode == 2 and "enable_logging" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "logs").exists()
+
+
 def test_sql_runs_queries(db, tmp_path, capsys):
     rc, out, err = run_sql_text(tmp_path, "SELECT 41 AS x; SELECT a + 1 AS answer FROM t", capsys)
     assert rc == 0 and "answer" in out and "2" in out and not err
     f = tmp_path / "missing.sql"
     assert main(["sql", str(f)]) == 2 and len(capsys.readouterr().err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("selection, keys", [
+    ("key:review_verdicts key:label_agreement", {"review_verdicts", "label_agreement"}),
+    ("key:benchmark_queries key:benchmark_release", {"benchmark_queries", "benchmark_release"}),
+])
+def test_readme_space_separated_selection_selects_each_key(selection, keys):
+    """The README's two-key form was rejected as an invalid selection (issue 21, finding 9)."""
+    assert {k.to_user_string() for ks, _ in plan_runs([selection]) for k in ks} == keys
 
 
 def test_readme_selection_takes_whole_multi_assets():

@@ -4,10 +4,15 @@
 that: ``COPY … TO`` writes any file (even over the store), ``INSTALL`` downloads, ``read_text``
 reads outside the store, ``ATTACH`` opens other databases. So the connection is opened with
 external access disabled, extension autoloading off and its configuration locked (a ``SET`` cannot
-undo any of it), and statements other than queries are refused by type before anything runs.
+undo any of it), and statements other than queries are refused by type before anything runs:
+an ``EXPLAIN`` by the type of the statement it explains (``EXPLAIN ANALYZE`` runs it), and
+``CALL`` not at all (it only runs table functions, which a ``SELECT * FROM`` reads as well). A
+query may still name a table function that changes the connection instead of reading: those are
+refused by name (``enable_logging`` to a file, once refused by the sandbox, aborts the process).
 """
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import duckdb
@@ -16,7 +21,12 @@ import polars as pl
 from skill_assets.lib.common import store
 
 #: statement types a query file may hold (``PRAGMA show_tables``, ``DESCRIBE``, ``SUMMARIZE`` parse as SELECT)
-ALLOWED = frozenset({duckdb.StatementType.SELECT, duckdb.StatementType.EXPLAIN, duckdb.StatementType.CALL})
+ALLOWED = frozenset({duckdb.StatementType.SELECT, duckdb.StatementType.EXPLAIN})
+#: table functions that change the connection (logging, profiling, checkpoints) or run SQL given as a string
+CHANGING_FUNCTIONS = frozenset({"enable_logging", "disable_logging", "truncate_duckdb_logs", "enable_profiling",
+                                "disable_profiling", "checkpoint", "force_checkpoint", "query",
+                                "json_execute_serialized_sql"})
+_NAME = re.compile(r'"(?:[^"]|"")*"|\w+')
 SANDBOX = {
     "enable_external_access": False,
     "autoload_known_extensions": False,
@@ -35,6 +45,41 @@ def _one_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
+def _explained(statement: str) -> str:
+    """The statement an ``EXPLAIN [(options)] [ANALYZE]`` statement explains."""
+    tokens = duckdb.tokenize(statement)
+    i = 1
+    if i < len(tokens) and statement[tokens[i][0]] == "(":
+        while i < len(tokens) and statement[tokens[i][0]] != ")":
+            i += 1
+        i += 1
+    if i < len(tokens) and statement[tokens[i][0]:].upper().startswith(("ANALYZE", "ANALYSE")):
+        i += 1
+    return statement[tokens[i][0]:] if i < len(tokens) else ""
+
+
+def _refusal(statement: duckdb.Statement) -> str | None:
+    """Why ``statement`` may not run (its kind, or a connection-changing function it calls), or None."""
+    if statement.type not in ALLOWED:
+        return statement.type.name
+    query = statement.query
+    tokens = duckdb.tokenize(query)
+    for (start, kind), (after, _) in zip(tokens, tokens[1:]):
+        name = _NAME.match(query, start)
+        function = name.group().strip('"').lower() if name else ""
+        if kind != duckdb.token_type.string_const and query[after] == "(" and function in CHANGING_FUNCTIONS:
+            return f"a call of {function}()"
+    if statement.type == duckdb.StatementType.EXPLAIN:
+        try:
+            inner = duckdb.extract_statements(_explained(query))
+        except duckdb.Error:
+            inner = []
+        if len(inner) != 1 or inner[0].type != duckdb.StatementType.SELECT:
+            return f"EXPLAIN of {inner[0].type.name if len(inner) == 1 else 'no single query'}"
+        return _refusal(inner[0])
+    return None
+
+
 def checked_statements(sql: str, where: str) -> list[str]:
     """The statements of ``sql``; UserSqlError if there are none, one does not parse, or one is not a query."""
     try:
@@ -44,11 +89,10 @@ def checked_statements(sql: str, where: str) -> list[str]:
     if not statements:
         raise UserSqlError(f"{where}: holds no SQL statement")
     for i, st in enumerate(statements, 1):
-        if st.type not in ALLOWED:
-            kind = st.type.name
+        if (why := _refusal(st)) is not None:
             head = " ".join(st.query.split())[:60]
-            raise UserSqlError(f"{where}: statement {i} is {kind} ({head!r}): refused — the store is read-only "
-                               "here; only queries (SELECT, WITH, EXPLAIN, CALL) run")
+            raise UserSqlError(f"{where}: statement {i} is {why} ({head!r}): refused — the store is read-only "
+                               "here; only queries (SELECT, WITH, EXPLAIN of a query) run")
     return [st.query for st in statements]
 
 

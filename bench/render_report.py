@@ -23,6 +23,8 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
+from skill_assets.lib.common.processes import stop_process_group
+
 TALL = 16000  # px; taller than any report we render
 
 
@@ -38,9 +40,16 @@ def render(html: Path, png: Path, width: int) -> tuple[int, int]:
     from PIL import Image, ImageChops
 
     with tempfile.TemporaryDirectory(prefix="render-report-") as profile:
-        subprocess.run([chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-                        f"--user-data-dir={profile}", f"--window-size={width},{TALL}", f"--screenshot={png}",
-                        html.resolve().as_uri()], check=True, capture_output=True, timeout=120)
+        proc = subprocess.Popen([chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+                                 f"--user-data-dir={profile}", f"--window-size={width},{TALL}", f"--screenshot={png}",
+                                 html.resolve().as_uri()], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+        try:
+            output, _ = proc.communicate(timeout=600)  # generous: a busy machine is slower, not wrong
+        finally:
+            stop_process_group(proc)  # its children still write into the profile after it exits
+        if proc.returncode != 0:
+            raise subprocess.CalledProcessError(proc.returncode, proc.args, output)
     image = Image.open(png).convert("RGB")
     box = ImageChops.difference(image, Image.new("RGB", image.size, image.getpixel((0, image.height - 1)))).getbbox()
     bottom = min(image.height, (box[3] if box else image.height) + 24)

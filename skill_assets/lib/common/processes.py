@@ -8,6 +8,9 @@ later process shares.
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
+import time
 from pathlib import Path
 
 
@@ -40,3 +43,41 @@ def token_alive(token: str) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def group_members(pgid: int) -> list[int]:
+    """Pids of the live (not zombie) processes in process group ``pgid``, read from ``/proc``."""
+    members = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            members.append(int(stat.parent.name))
+    return members
+
+
+def stop_process_group(proc: subprocess.Popen, grace_s: float = 10.0) -> None:
+    """SIGTERM the process group that ``proc`` leads (started with ``start_new_session=True``), SIGKILL what is
+    left after ``grace_s``, and return only once no process of the group is alive.
+
+    Stopping the leader alone is not enough for a multi-process program such as Chromium: its
+    renderer and utility children go on writing into the profile folder for a moment, and a caller
+    that removes that folder next fails with "Directory not empty".
+    """
+    pgid = proc.pid
+    for sig, wait_s in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 30.0)):
+        try:
+            os.killpg(pgid, sig)
+        except ProcessLookupError:
+            pass
+        deadline = time.monotonic() + wait_s
+        while True:
+            proc.poll()  # reap the leader; other members are reaped by their own parents or by init
+            if not group_members(pgid):
+                return
+            if time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+    raise RuntimeError(f"process group {pgid} still has {group_members(pgid)} after SIGKILL")

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 import requests
 
+from skill_assets.lib.common.processes import stop_process_group
 from skill_assets.lib.review.label_studio_bridge import DEFAULT_REVIEW_PYTHON, PYTHON_ENV
 
 ADMIN_EMAIL, ADMIN_PASSWORD = "owner@review.test", "owner-pass-1234"
@@ -100,11 +101,7 @@ def start_label_studio(data_dir: Path, timeout_s: float = 300):
         print(f"Label Studio up at {url} after {server.start_s:.1f} s")
         yield server
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop_process_group(proc, grace_s=30)
         log.close()
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from label_studio_server import chromium
 from review_store import QUERIES, SKILLS, TEXT, materialize, tasks_config
 
+from skill_assets.lib.common.processes import stop_process_group
 from skill_assets.lib.review.items import project_title
 
 
@@ -35,7 +36,8 @@ class DevTools:
             [binary, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
              "--disable-background-networking", "--disable-component-update", "--disable-sync",
              f"--user-data-dir={profile}", "--remote-debugging-pipe", "--window-size=1400,1800"],
-            preexec_fn=wire, pass_fds=(3, 4), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            preexec_fn=wire, pass_fds=(3, 4), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            start_new_session=True)
         os.close(cmd_r)
         os.close(out_w)
         self._next, self._buffer = 0, b""
@@ -56,8 +58,14 @@ class DevTools:
                 return reply["result"]
 
     def close(self) -> None:
-        self.proc.terminate()
-        self.proc.wait(timeout=30)
+        """Ask the browser to quit, then wait for its whole process tree: only then may the profile be removed."""
+        try:
+            self.send("Browser.close")
+        except (AssertionError, OSError):
+            pass  # already gone: the group is stopped below either way
+        stop_process_group(self.proc)
+        os.close(self._cmd_w)
+        os.close(self._out_r)
 
 
 def test_task_page_shows_the_request_and_the_skills(label_studio, upstream_store, monkeypatch, tmp_path):

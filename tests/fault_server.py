@@ -16,6 +16,7 @@ Actions (``name`` or ``name:arg``):
   401           bad API key (no retry fixes it)
   500_echo_auth server error whose body echoes the Authorization header (a careless proxy)
   401_echo_key:N 401 whose error message holds the bearer key at character N of the message
+  401_echo_piece:A,B 401 whose error message holds only ``key[A:B]`` (a tail, a middle piece)
   slow[:s]      sleep ``s`` seconds (past the client timeout), then answer
   malformed     HTTP 200 with a body that is not JSON
   truncated     HTTP 200 whose body stops before Content-Length, then the connection closes
@@ -129,6 +130,11 @@ class _Handler(BaseHTTPRequestHandler):
             key = (self.headers.get("Authorization") or "").removeprefix("Bearer ")
             filler = "invalid api key; the request was rejected by the upstream gateway " * 20
             msg = filler[: int(arg or 0)] + key + " was not accepted"
+            self._send(401, json.dumps({"error": {"message": msg, "type": "invalid_request_error"}}).encode())
+        elif name == "401_echo_piece":
+            key = (self.headers.get("Authorization") or "").removeprefix("Bearer ")
+            start, end = (int(x) if x else None for x in arg.split(","))
+            msg = f"invalid api key ...{key[start:end]}... was not accepted"
             self._send(401, json.dumps({"error": {"message": msg, "type": "invalid_request_error"}}).encode())
         elif name == "malformed":
             self._send(200, b'{"id": "x", "choices": [ this is not json')

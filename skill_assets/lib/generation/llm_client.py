@@ -36,6 +36,7 @@ import httpx2
 import openai
 
 from skill_assets.lib.common.hashing import digest
+from skill_assets.lib.common.redaction import redact
 from skill_assets.lib.generation.pricing import PriceTable, cost_usd, price_of
 
 if TYPE_CHECKING:
@@ -117,28 +118,7 @@ def secret_of(client: openai.AsyncOpenAI) -> str | None:
     return key if isinstance(key, str) and len(key) >= 8 and key != NO_KEY else None
 
 
-#: a run of the key this long is redacted wherever it appears (shorter runs are too common to be the key)
-MIN_SECRET_RUN = 6
 ERROR_CHARS = 300
-
-
-def redact(text: str, secret: str | None) -> str:
-    """``text`` with ``secret`` — and any run of its first ``MIN_SECRET_RUN``+ characters — replaced.
-
-    Servers echo request headers in error bodies, and anything that cut a message before it was
-    redacted (ours once did, at 300 characters) leaves a prefix that a plain replace would miss.
-    """
-    if not secret or not text:
-        return text
-    head = secret[:MIN_SECRET_RUN]
-    out, i = [], 0
-    while (j := text.find(head, i)) >= 0:
-        k = j + len(head)
-        while k < len(text) and k - j < len(secret) and text[k] == secret[k - j]:
-            k += 1
-        out += [text[i:j], "[REDACTED]"]
-        i = k
-    return "".join(out) + text[i:]
 
 
 def redacted_excerpt(text: str, secret: str | None, limit: int = ERROR_CHARS) -> str:

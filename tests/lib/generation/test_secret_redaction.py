@@ -1,4 +1,4 @@
-"""No part of the API key reaches a table, a log, the Dagster run storage or stderr (finding 5 of issue 17).
+"""No part of the API key reaches a table, a log, the Dagster run storage or stderr (issue 17 finding 5, issue 21 finding 4).
 
 An endpoint that answers 401 and echoes the key at several offsets of its message — around
 character 300, where the error text used to be cut *before* it was redacted, leaving
@@ -12,6 +12,7 @@ import logging
 import dagster as dg
 import duckdb
 import openai
+import pytest
 from fault_server import synthetic_items
 from generation_inputs import single_skill_combinations, synthetic_skills, write_generation_inputs
 
@@ -38,6 +39,16 @@ def test_redact_replaces_the_key_and_any_prefix_of_it():
         assert not leaked(redacted_excerpt(text, KEY, cut))
 
 
+def test_redact_replaces_any_piece_of_the_key_not_only_its_prefixes():
+    """A tail or a middle piece of 6+ characters used to pass untouched (issue 21, finding 4)."""
+    assert redact(f"echo: ...{KEY[-14:]}", KEY) == "echo: ...[REDACTED]"
+    for start in range(len(KEY) - 5):
+        for end in range(start + 6, len(KEY) + 1):
+            assert not leaked(redact(f"<{KEY[start:end]}>", KEY)), (start, end)
+    assert redact(f"{KEY[20:]} {KEY[:9]}", KEY) == "[REDACTED] [REDACTED]"
+    assert redact("sk-te", "sk-te") == "[REDACTED]"  # a key shorter than the run length is replaced whole
+
+
 def test_key_echoed_at_any_offset_leaks_nowhere(fault_server, tmp_path, caplog, capfd):
     items = synthetic_items(len(OFFSETS))
     for item, offset in zip(items, OFFSETS):
@@ -60,14 +71,16 @@ def test_key_echoed_at_any_offset_leaks_nowhere(fault_server, tmp_path, caplog, 
     assert not leaked(everything)
 
 
-def test_llm_records_asset_keeps_the_key_out_of_the_run_storage(fault_server, tmp_path, monkeypatch, capfd):
+@pytest.mark.parametrize("fault", ["401_echo_key:225",  # the key spans character 300 of the stored error
+                                   "401_echo_piece:-14,", "401_echo_piece:9,24"])  # a tail, a middle piece
+def test_llm_records_asset_keeps_the_key_out_of_the_run_storage(fault, fault_server, tmp_path, monkeypatch, capfd):
     from skill_assets.defs.generation.assets import llm_records
     from skill_assets.defs.resources import DuckDBStore, LLMEndpoint
 
     monkeypatch.setenv("SKILL_ASSETS_LLM_API_KEY", KEY)
     db = tmp_path / "s.duckdb"
     write_generation_inputs(db, synthetic_skills(3), single_skill_combinations(3))
-    fault_server.default = "401_echo_key:225"  # the key spans character 300 of the stored error
+    fault_server.default = fault
     home = tmp_path / "dagster_home"
     home.mkdir()
     with dg.DagsterInstance.local_temp(str(home)) as instance:

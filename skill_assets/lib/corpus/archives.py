@@ -15,11 +15,16 @@ members of the same archive still ingest:
 * ``duplicate_archive_member`` — a name already extracted (the first copy is kept);
 * ``archive_name_clash`` — a member whose path needs a folder where a file is, or the reverse.
 
-Tar archives are read as a stream, so decompression (the time a bomb costs) is bounded by the
-same ratio limit.
+Tar archives are read as a stream that we decompress ourselves and count as it is read, so the
+ratio limit holds inside a member too: skipping a member, reading a long-name or pax header
+and copying a member all read through the count, and a bomb stops at the limit, not after
+its member (tarfile skips a member by decompressing all of it).
 """
 from __future__ import annotations
 
+import bz2
+import gzip
+import lzma
 import re
 import tarfile
 import zipfile
@@ -84,24 +89,50 @@ def safe_member_path(name: str) -> PurePosixPath | None:
     return p
 
 
-class _Reader:
-    """Members of a zip (central directory) or a tar (read as a stream: nothing is decompressed twice)."""
+#: what a tar stream can be compressed with, by its first bytes (plain tar otherwise)
+_DECOMPRESSORS: tuple[tuple[bytes, Callable[[IO[bytes]], IO[bytes]]], ...] = (
+    (b"\x1f\x8b", lambda f: gzip.GzipFile(fileobj=f)), (b"BZh", bz2.BZ2File), (b"\xfd7zXZ\x00", lzma.LZMAFile))
+#: what reading a damaged stream raises (lzma's error is no OSError)
+_STREAM_ERRORS = (tarfile.TarError, EOFError, OSError, zlib.error, lzma.LZMAError)
 
-    def __init__(self, archive: Path, stack: ExitStack) -> None:
+
+class _CountedStream:
+    """A decompressed stream that reports every byte read to ``check`` (which raises past a limit)."""
+
+    def __init__(self, stream: IO[bytes], check: Callable[[int], None]) -> None:
+        self.stream, self.check, self.offset = stream, check, 0
+
+    def read(self, size: int = -1) -> bytes:
+        data = self.stream.read(CHUNK if size is None or size < 0 else size)
+        self.offset += len(data)
+        self.check(self.offset)
+        return data
+
+
+class _Reader:
+    """Members of a zip (central directory) or a tar (read as a counted stream: nothing is decompressed twice)."""
+
+    def __init__(self, archive: Path, stack: ExitStack, check: Callable[[int], None]) -> None:
         self.zip: zipfile.ZipFile | None = None
         self.tar: tarfile.TarFile | None = None
+        self.stream: _CountedStream | None = None
         try:
             if zipfile.is_zipfile(archive):
                 self.zip = stack.enter_context(zipfile.ZipFile(archive))
             else:
-                self.tar = stack.enter_context(tarfile.open(archive, mode="r|*"))
-        except (tarfile.TarError, zipfile.BadZipFile, EOFError, OSError) as exc:
+                raw = stack.enter_context(open(archive, "rb"))
+                head = raw.read(6)
+                raw.seek(0)
+                opener = next((o for magic, o in _DECOMPRESSORS if head.startswith(magic)), None)
+                self.stream = _CountedStream(stack.enter_context(opener(raw)) if opener else raw, check)
+                self.tar = stack.enter_context(tarfile.open(fileobj=self.stream, mode="r|"))
+        except (zipfile.BadZipFile, *_STREAM_ERRORS) as exc:
             raise ArchiveError(f"archive {archive} cannot be opened: {exc}") from exc
 
     @property
     def stream_offset(self) -> int:
         """Bytes of the decompressed tar stream read so far (zip members are decompressed only when copied)."""
-        return self.tar.offset if self.tar is not None else 0
+        return self.stream.offset if self.stream is not None else 0
 
     def members(self) -> Iterator[_Member]:
         if self.zip is not None:
@@ -117,7 +148,7 @@ class _Reader:
             for member in tf:
                 yield _Member(member.name, member.isdir(), member.isfile(), member.size,
                               lambda m=member: tf.extractfile(m))
-        except (tarfile.TarError, EOFError, OSError, zlib.error) as exc:
+        except _STREAM_ERRORS as exc:
             raise _Stop("unreadable", f"archive is damaged after this member ({type(exc).__name__}: {exc}); "
                                       "later members not read") from exc
 
@@ -192,8 +223,8 @@ def extract_skill_members(archive: Path, dest: Path, source_name: str,
         rejects.append({"source": source_name, "path": name, "reason": code, "message": message})
 
     with ExitStack() as stack:
-        reader = _Reader(archive, stack)
         try:
+            reader = _Reader(archive, stack, run.check_ratio)  # reads the first header: a bomb can start there
             for member in reader.members():
                 current = member.name
                 run.decompressed = max(run.decompressed, reader.stream_offset)
@@ -237,6 +268,6 @@ def _extract_one(run: _Extraction, member: _Member, rel: PurePosixPath,
         reject(member.name, "archive_member_too_large", str(exc))
     except (NotADirectoryError, IsADirectoryError, FileExistsError) as exc:
         reject(member.name, "archive_name_clash", f"{exc.strerror}; not extracted")
-    except (OSError, zipfile.BadZipFile, tarfile.TarError, EOFError, zlib.error) as exc:
+    except (zipfile.BadZipFile, *_STREAM_ERRORS) as exc:
         reject(member.name, "unreadable", f"{type(exc).__name__}: {exc}; not extracted")
     return False

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import tarfile
 from pathlib import Path
 
 import duckdb
@@ -131,6 +132,21 @@ def test_tar_bomb_of_non_skill_content_stops_at_the_ratio(tmp_path, monkeypatch)
     got, _, peaks = ingest_archive(tmp_path, archive, monkeypatch)
     assert got == {("a", "ok/SKILL.md"): "raw", ("a", "blob.bin"): "archive_ratio_too_high"}
     assert max(peaks) < 10_000  # only the skill file was ever written
+
+
+@pytest.mark.parametrize("mode", ["w:bz2", "w:gz", "w:xz"])
+@pytest.mark.parametrize("last", [True, False])
+def test_tar_stream_bomb_stops_while_its_member_is_read(mode, last, tmp_path, monkeypatch):
+    """tarfile skips a member by decompressing all of it: the ratio was checked only at the next header,
+    and never after the last member (issue 21, finding 6). The limit now holds inside the member."""
+    members = [("ok/SKILL.md", good("ok").encode(), "file"), ("blob.bin", b"\0" * 30_000_000, "file")]
+    archive = tar_gz(tmp_path / f"bomb.tar.{mode[2:]}", members + ([] if last else [
+        ("late/SKILL.md", good("late").encode(), "file")]), mode)
+    got, result, _ = ingest_archive(tmp_path, archive, monkeypatch)
+    assert got == {("a", "ok/SKILL.md"): "raw", ("a", "blob.bin"): "archive_ratio_too_high"}
+    stop = next(r["message"] for r in result.rejects if r["path"] == "blob.bin")
+    allowed = max(LIMITS.ratio_floor_bytes, LIMITS.max_ratio * archive.stat().st_size)
+    assert int(stop.split()[0]) <= allowed + 2 * tarfile.RECORDSIZE  # stopped within one read of the limit
 
 
 def test_zip_bomb_of_skill_members_stops_at_the_ratio_and_member_cap(tmp_path, monkeypatch):

@@ -6,6 +6,7 @@ non-zero exit status, never a traceback.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from pathlib import Path
@@ -51,6 +52,13 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("file")
     add_route_parser(sub)
     add_serve_parser(sub)
+    b = sub.add_parser("build-default-router", help="refit the shipped router (fusion + selection cut) on the "
+                                                    "curated benchmark over the shared corpus")
+    b.add_argument("--pool", required=True, help="the shared GitHub skill corpus (…/github-skills/repos)")
+    b.add_argument("--out", help="model folder to write (default: the package's shipped router)")
+    b.add_argument("--cache-dir", help="index cache (default ~/.cache/skill-assets/index)")
+    b.add_argument("--first", type=int, help="fit over the first N pool skills plus every ground-truth skill "
+                                              "(default: the whole pool)")
     args = parser.parse_args(argv)
     if args.command == "materialize":
         from skill_assets.materialize import materialize
@@ -58,6 +66,15 @@ def main(argv: list[str] | None = None) -> int:
         return materialize(args.select, args.config, args.partition)
     if args.command in ("route", "serve"):
         return args.func(args)
+    if args.command == "build-default-router":
+        from skill_assets.router.routing import stderr_log
+        from skill_assets.router.shipped_router import SHIPPED_DIR, build_shipped_router
+
+        fitted = build_shipped_router(args.pool, Path(args.out) if args.out else SHIPPED_DIR, args.cache_dir,
+                                      args.first, stderr_log)
+        print(json.dumps({"kind": fitted.card["kind"], "params": fitted.card["params"], "dev": fitted.card["dev"],
+                          "data": fitted.card["data"]}, ensure_ascii=False))
+        return 0
     return run_sql(args.file)
 
 

@@ -18,7 +18,7 @@ from packaging.utils import canonicalize_name
 
 REPO = Path(__file__).resolve().parent.parent
 LOCAL = {"skill_assets", "fault_server", "hostile_inputs", "conftest", "bilingual_pool", "label_studio_server",
-         "review_store", "generation_inputs"}
+         "review_store", "generation_inputs", "results_doc"}
 
 
 def imported_modules(folder: Path) -> set[str]:

@@ -112,3 +112,29 @@ def test_sql_files_run_against_the_store(demo_store):
                               capture_output=True, text=True, timeout=120)
         assert proc.returncode == 0, f"{sql.name}: {proc.stderr[-2000:]}"
         assert "┌" in proc.stdout or "shape" in proc.stdout or proc.stdout.strip(), sql.name
+
+
+def test_the_demo_leaves_the_shipped_router_and_says_why(demo_store):
+    """The demo fits its fusion and reranker on a handful of generated requests: both stay in the store, neither
+    becomes the router a user gets, and the route log says why in one line each."""
+    from skill_assets.router import Router
+    from skill_assets.router.shipped_router import shipped_router
+
+    with duckdb.connect(str(demo_store), read_only=True) as con:
+        adopted, reason, rr_adopted, rr_reason = con.execute(
+            "SELECT adopted, adoption_reason, reranker_adopted, reranker_reason FROM router_fusion").fetchone()
+    assert not adopted and "needs 100" in reason
+    assert not rr_adopted and "needs 100" in rr_reason
+    said: list[str] = []
+    router = Router.from_store(db_path=demo_store, log=said.append)
+    assert router.fusion.coef == shipped_router()[0].coef and router.reranker_path is None
+    assert any("fusion" in m and "needs 100" in m for m in said) and any("reranker" in m for m in said)
+
+
+def test_the_hand_written_demo_benchmark_ranks_every_system_with_the_default_router(demo_store):
+    with duckdb.connect(str(demo_store), read_only=True) as con:
+        rows = con.execute("""SELECT system, n_queries, ci_low, ci_high FROM external_metrics
+                              WHERE benchmark = 'demo-handwritten' AND slice = 'all' AND metric = 'ndcg@10'""").fetchall()
+    systems = {r[0]: r for r in rows}
+    assert {"router:default", "fusion", "signal:bm25", "embedder:base"} <= set(systems)
+    assert all(n >= 60 and lo <= hi for _, n, lo, hi in rows)

@@ -6,8 +6,9 @@
 POOL is a directory tree of SKILL.md files or a JSONL of {"id","name","description","body"};
 QUERIES lines are {"id","query"}; each RUN line is {"id", "ranking": [{"skill_id", "score", "signals"}, ...],
 "selected": [...]}, ranking best first, ``signals`` each signal's own score and the fused one, ``selected``
-the skills to load. Models: --embedder/--reranker/--fusion, else the newest registered in the store
-(--db, env SKILL_ASSETS_DB), else the bundled MiniLM alone (no per-signal scores; the first skill selected).
+the skills to load. Models: --embedder/--reranker/--fusion, else the shipped router (fusion and selection
+cut fitted on the curated benchmark, bundled MiniLM, USE multilingual, BM25), unless the store (--db, env
+SKILL_ASSETS_DB) holds a fusion or reranker that passed the adoption rule; the log says why one is not used.
 """
 from __future__ import annotations
 
@@ -30,11 +31,12 @@ class RouteInputError(ValueError):
 def add_router_options(p: argparse.ArgumentParser) -> None:
     """The pool and model options ``route`` and ``serve`` share."""
     p.add_argument("--pool", required=True, help="directory of SKILL.md files, or a JSONL of skills")
-    p.add_argument("--embedder", help="bi-encoder folder (default: newest r3 in the store, else bundled MiniLM)")
+    p.add_argument("--embedder", help="bi-encoder folder (default: the bundled MiniLM, or the bi-encoder of an "
+                                      "adopted store fusion)")
     p.add_argument("--reranker", help="cross-encoder folder, 'base' for the bundled MiniLM, 'none' to disable "
-                                      "(default: newest r3 in the store, else none)")
-    p.add_argument("--fusion", help="fusion model folder, 'none' for the bi-encoder alone "
-                                    "(default: newest router_fusion in the store)")
+                                      "(default: none, or a store reranker that passed the adoption rule)")
+    p.add_argument("--fusion", help="fusion model folder, 'none' for the bi-encoder alone (default: the shipped "
+                                    "router, or a store fusion that passed the adoption rule)")
     p.add_argument("--top-k", type=int, default=20, help="skills per query (default 20)")
     p.add_argument("--rerank-depth", type=int, default=20, help="first-stage candidates the reranker rescores "
                                                                  "(default 20)")

@@ -1,7 +1,8 @@
-"""Which models a router uses by default: the newest registered in the store, else the bundled MiniLM."""
+"""Which models a router uses by default: the shipped router, or a store's models that passed the adoption rule."""
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 DEFAULT_DB = "data/skill_assets.duckdb"
@@ -44,6 +45,47 @@ def registered_fusion(db_path: str | Path | None) -> str | None:
         return None
     rows = store.query(db, f"SELECT path FROM {FUSION_TABLE} ORDER BY trained_at DESC NULLS LAST LIMIT 1")
     return str(rows["path"][0]) if rows.height else None
+
+
+@dataclass(frozen=True)
+class RouterParts:
+    """What ``Router.from_store`` routes with: the fusion folder, its bi-encoder, the reranker (or None), and one
+    line per store model left out, saying why."""
+
+    fusion_dir: str
+    embedder: str
+    reranker: str | None
+    notes: tuple[str, ...]
+
+
+def default_parts(db_path: str | Path | None) -> RouterParts:
+    """The shipped router, unless the store's newest ``router_fusion`` passed the adoption rule (``adoption``);
+    its reranker only where it passed the same rule over the fused head. The verdicts are the asset's, read here."""
+    from skill_assets.lib.common import store
+    from skill_assets.router.shipped_router import SHIPPED_DIR
+
+    db = resolve_db(db_path)
+    shipped = RouterParts(str(SHIPPED_DIR), bundled_minilm(), None, ())
+    if not db.is_file() or not store.table_exists(db, FUSION_TABLE):
+        return shipped
+    rows = store.query(db, f"SELECT * FROM {FUSION_TABLE} ORDER BY trained_at DESC NULLS LAST LIMIT 1").to_dicts()
+    if not rows:
+        return shipped
+    row, notes = rows[0], []
+    if row.get("adopted"):
+        parts = RouterParts(row["path"], row["embedder"], None, ())
+    else:
+        notes.append(f"the store's fusion ({row['path']}) is not used: "
+                     + (row.get("adoption_reason") or "it was fitted before the adoption rule; rematerialize "
+                                                      "router_fusion to judge it") + "; routing with the shipped router")
+        parts = shipped
+    reranker = row.get("reranker_path")
+    if reranker and row.get("reranker_adopted"):
+        return RouterParts(parts.fusion_dir, parts.embedder, reranker, tuple(notes))
+    if reranker:
+        notes.append(f"the store's reranker ({reranker}) is not used: {row.get('reranker_reason')}; pass --reranker "
+                     f"{reranker} to use it anyway")
+    return RouterParts(parts.fusion_dir, parts.embedder, None, tuple(notes))
 
 
 def load_fusion(directory: str | Path):

@@ -2,8 +2,8 @@
 
 Pools come from ``pools``, cached document embeddings from ``index_cache``, the lexical and
 multilingual signals from ``lexical_index`` and ``multilingual_index``, the learned fusion from
-``fusion``, how many skills to load from ``selection``, the default models from ``registry`` and
-the reranker rule from ``reranker_evidence``. Models are loaded once per ``Router``, lazily: a
+``fusion``, how many skills to load from ``selection``, and the default parts from ``registry``
+(the shipped router, or store models that passed ``adoption``'s rule). Models are loaded once per ``Router``, lazily: a
 fully cached index needs no model. Without a fusion model the router is today's bi-encoder
 (+ reranker) path.
 """
@@ -30,8 +30,7 @@ from skill_assets.router.index_cache import CACHE_FORMAT, EmbeddingStore, IndexS
 from skill_assets.router.lexical_index import TOKENIZER, LexicalIndex
 from skill_assets.router.multilingual_index import USE_MULTILINGUAL, MultilingualEncoder, MultilingualIndex
 from skill_assets.router.pools import Skill, load_pool
-from skill_assets.router.registry import bundled_minilm, load_fusion, registered_fusion, registered_model, resolve_db
-from skill_assets.router.reranker_evidence import FUSED_SYSTEM, reranker_evidence
+from skill_assets.router.registry import bundled_minilm, default_parts, load_fusion, resolve_db
 from skill_assets.router.search import request_threads, search_threads, top_k_rows
 from skill_assets.router.selection import SelectionCut
 from skill_assets.router.signals import SIGNALS, lexical_document, multilingual_document, skill_language
@@ -109,33 +108,25 @@ class Router:
     def from_store(cls, db_path: str | Path | None = None, embedder: str | Path | None = None,
                    reranker: str | Path | None = None, query_prompt: str = "", cache_dir: str | Path | None = None,
                    fusion: str | Path | None = None, **kwargs) -> Router:
-        """Explicit paths win; else the newest ``r3`` models in the store's registry (a reranker over the fused head
-        only where the store's benchmarks show it ranking better than the fusion alone; over the bi-encoder unless
-        they show it ranking worse);
-        else the bundled MiniLM embedder and no reranker. ``reranker="base"`` asks for the bundled MiniLM as a
-        cross-encoder (random head), ``reranker="none"`` for no reranking even when the store has one.
-        ``fusion``: a fusion model folder, ``"none"`` for the bi-encoder path alone, default the newest
-        ``router_fusion`` in the store (with its selection cut)."""
+        """The router a user gets: the shipped router (``shipped_router``: fusion and selection cut fitted on the
+        curated benchmark, bundled MiniLM, no reranker), unless the store's newest fusion or reranker passed the
+        adoption rule (``adoption``: ≥ 100 train and ≥ 50 disjoint dev requests, and a dev win over the default);
+        each store model left out is logged with the reason. Explicit arguments win: ``embedder`` a bi-encoder
+        path; ``fusion`` a fusion folder or ``"none"`` for the bi-encoder path alone; ``reranker`` a path,
+        ``"base"`` (the bundled MiniLM as a cross-encoder, random head) or ``"none"``."""
         log = kwargs.get("log") or (lambda msg: None)
         db = resolve_db(db_path)
-        emb = str(embedder) if embedder else (registered_model(db, "embedder") or bundled_minilm())
-        fusion_dir = (None if str(fusion).lower() in NO_RERANKER else str(fusion)) if fusion is not None \
-            else registered_fusion(db)
-        if fusion_dir:
+        parts = default_parts(db)
+        for note in parts.notes:
+            log(note)
+        if fusion is not None and str(fusion).lower() in NO_RERANKER:
+            fusion_dir = None
+        else:
+            fusion_dir = str(fusion) if fusion is not None else parts.fusion_dir
             kwargs["fusion"], kwargs["selection"] = load_fusion(fusion_dir)
-        elif fusion is None:
-            log("no router_fusion in the store: routing with the bi-encoder alone "
-                "(materialize router_fusion for the hybrid router)")
+        emb = str(embedder) if embedder else (parts.embedder if fusion is None else bundled_minilm())
         if reranker is None:
-            rr = registered_model(db, "reranker")
-            first_stage = FUSED_SYSTEM if fusion_dir else None
-            evidence = reranker_evidence(db, rr, first_stage) if rr else None
-            # the fused head is good enough that an unproven reranker is a gamble: it must have shown a gain there
-            if evidence and (evidence.helps is False or (fusion_dir and evidence.helps is None)):
-                why = "it ranks worse than its first stage" if evidence.helps is False else "nothing shows it helps"
-                log(f"registered reranker {rr} not used, {why}: {evidence.reason}; pass --reranker {rr} to use it "
-                    f"anyway")
-                rr = None
+            rr = parts.reranker if fusion is None else None
         elif str(reranker).lower() in NO_RERANKER:
             rr = None
         elif str(reranker).lower() in BASE_RERANKER:

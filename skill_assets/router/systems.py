@@ -2,8 +2,8 @@
 
 One ``Router`` scores the pool once per signal for all queries; the systems are read off those
 score matrices, so the numbers in ``retrieval_runs`` / ``benchmark_metrics`` / ``external_metrics``
-are the router's own, not a re-implementation. Names: ``signal:<s>``, ``rrf:<a>+<b>``, ``fusion``,
-``fusion+reranker:<variant>``.
+are the router's own, not a re-implementation. Names: ``signal:<s>``, ``rrf:<a>+<b>``, ``fusion`` (the store's
+newest), ``fusion+reranker:<variant>``, and ``router:default`` (what ``Router.from_store`` gives a user).
 """
 from __future__ import annotations
 
@@ -19,12 +19,15 @@ from skill_assets.lib.common.retrieval import Ranking, rerank
 from skill_assets.lib.common.skill_text import QUERY_CHARS
 from skill_assets.lib.evaluation.systems import SystemRun
 from skill_assets.router.fusion import MODEL_FILE, FusionModel
-from skill_assets.router.reranker_evidence import FUSED_SYSTEM
 from skill_assets.router.routing import Router
 from skill_assets.router.search import top_k_rows
 from skill_assets.router.signals import SIGNALS
 
 RRF_K = 60
+#: the system name of the learned fusion in the evaluation tables; a reranker over it is ``fusion+reranker:<v>``
+FUSED_SYSTEM = "fusion"
+#: the router ``Router.from_store`` gives a user of the store (the shipped one unless a store part was adopted)
+DEFAULT_SYSTEM = "router:default"
 
 
 def rrf(lists: Sequence[Ranking], top_k: int, k: int = RRF_K) -> Ranking:
@@ -77,7 +80,7 @@ def router_runs(router: Router, queries: Sequence[str], top_k: int = 50, rerank_
 
 
 def is_router_system(system: str) -> bool:
-    return system.startswith(("signal:", "rrf:", FUSED_SYSTEM))
+    return system.startswith(("signal:", "rrf:", FUSED_SYSTEM, DEFAULT_SYSTEM))
 
 
 def ablation_table(metrics: pl.DataFrame, split: str, metric: str = "hit@1") -> pl.DataFrame:
@@ -113,4 +116,20 @@ def store_router_runs(skills: Sequence[dict], queries: Sequence[str], db_path: s
         return lambda pairs: np.asarray(predict(pairs, batch_size=32))
 
     scorers = [(variant, model_fingerprint(path), pair_scorer(path)) for variant, path in rerankers] if fusion else []
-    return router_runs(router, queries, top_k, rerank_depth, scorers, fusion_dir)
+    runs = router_runs(router, queries, top_k, rerank_depth, scorers, fusion_dir)
+    runs[DEFAULT_SYSTEM] = default_router_run(skills, queries, db_path, top_k, rerank_depth)
+    return runs
+
+
+def default_router_run(skills: Sequence[dict], queries: Sequence[str], db_path: str | Path, top_k: int = 50,
+                       rerank_depth: int = 20) -> SystemRun:
+    """What a user of this store gets from ``Router.from_store``: the shipped router unless a store part passed the
+    adoption rule. Scored beside the store's own models, so the report shows the default a user actually meets."""
+    from skill_assets.router.pools import Skill
+
+    router = Router.from_store(db_path=db_path, cache_dir=Path(db_path).resolve().parent / "index_cache")
+    router.index([Skill(s["skill_id"], s["name"], s["description"], s["body"]) for s in skills])
+    routed = router.route_requests(list(queries), top_k=top_k, rerank_depth=rerank_depth)
+    parts = f"{fusion_version(router.fusion, None)} over {router.signals}" + (
+        f" + reranker {router.reranker_path}" if router.reranker_path else "")
+    return SystemRun([[(r.skill_id, r.score) for r in one.ranking] for one in routed], parts)

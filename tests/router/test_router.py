@@ -1,7 +1,7 @@
 """Router and ``skill-assets route`` on real files with the real bundled MiniLM."""
 import json
 import os
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -13,6 +13,7 @@ from bilingual_pool import SKILLS as BILINGUAL_SKILLS  # noqa: E402
 
 from skill_assets.router import Router, load_pool  # noqa: E402
 from skill_assets.router.cli import main as route_main  # noqa: E402
+from skill_assets.router.registry import bundled_minilm, default_parts  # noqa: E402
 
 DOCKER_QUERY = "my docker compose containers cannot reach each other"
 
@@ -155,22 +156,24 @@ def test_reranker_backend_is_chosen_once_and_reported(minilm, pool_dir, tmp_path
     assert np.array_equal(exact.score_pairs(pairs), np.asarray(fast.reranker.predict(pairs), dtype=np.float64))
 
 
-def test_from_store_picks_newest_r3(tmp_path, minilm):
+def test_from_store_routes_with_the_shipped_router_on_no_store_and_on_a_store_without_an_adopted_fusion(tmp_path,
+                                                                                                        minilm):
     import polars as pl
 
     from skill_assets.lib.common import store
+    from skill_assets.router.shipped_router import shipped_router
 
     db = tmp_path / "store.duckdb"
-    assert Router.from_store(db_path=db).embedder_path == minilm  # no DB: bundled MiniLM, no reranker
-    assert Router.from_store(db_path=db).reranker_path is None
+    shipped, _ = shipped_router()
+    r = Router.from_store(db_path=db)  # no DB at all
+    assert (r.embedder_path, r.reranker_path, r.signals) == (minilm, None, shipped.signals)
+    assert r.fusion.coef == shipped.coef
     newer = tmp_path / "models" / "r3-new"
     newer.mkdir(parents=True)
-    now = datetime.now(UTC)
-    store.replace_table(db, "embedder", pl.DataFrame({
-        "variant": ["r3", "r3", "skillrouter"], "path": [str(tmp_path / "old"), str(newer), str(tmp_path / "sr")],
-        "trained_at": [now - timedelta(days=1), now, now + timedelta(days=1)]}))
-    r = Router.from_store(db_path=db)
-    assert r.embedder_path == str(newer) and r.reranker_path is None
+    store.replace_table(db, "embedder", pl.DataFrame({"variant": ["r3"], "path": [str(newer)],
+                                                      "trained_at": [datetime.now(UTC)]}))
+    r = Router.from_store(db_path=db)  # a store bi-encoder alone is no evidence: the shipped router stays
+    assert r.embedder_path == minilm and r.fusion.coef == shipped.coef
     assert r.cache_dir == tmp_path / "index_cache"
     assert Router.from_store(db_path=db, embedder=minilm, reranker="base").reranker_path == minilm
 
@@ -234,66 +237,59 @@ def test_cli_rejects_a_reranker_length_too_short_to_hold_a_pair(pool_dir, minilm
     assert rc == 2 and "--rerank-max-length must be >= 16" in capsys.readouterr().err
 
 
-def test_registered_reranker_is_skipped_when_the_store_scores_it_below_its_first_stage(tmp_path, minilm):
-    import polars as pl
-
+def _fusion_row(db, path, adopted: bool, reason: str, reranker=None, reranker_adopted=None, reranker_reason=None):
     from skill_assets.lib.common import store
-    from skill_assets.lib.common.embedding_cache import model_fingerprint
-    from skill_assets.router.reranker_evidence import reranker_evidence
+    from skill_assets.lib.common.tables import frame
 
-    db, rr = tmp_path / "store.duckdb", tmp_path / "models" / "reranker-r3"
+    store.upsert_rows(db, "router_fusion", frame("router_fusion", [{
+        "path": str(path), "kind": "linear", "data_source": "toy", "train_requests": 6, "dev_requests": 0,
+        "pool_skills": 3, "embedder": bundled_minilm(), "adopted": adopted, "adoption_reason": reason,
+        "reranker_path": str(reranker) if reranker else None, "reranker_adopted": reranker_adopted,
+        "reranker_reason": reranker_reason, "trained_at": datetime.now(UTC)}]), "path")
+
+
+def test_a_store_fusion_fitted_on_too_few_requests_is_refused_and_route_says_why(tmp_path):
+    from skill_assets.router.adoption import judge
+    from skill_assets.router.fusion import FusionModel
+    from skill_assets.router.shipped_router import SHIPPED_DIR
+
+    db, fusion, rr = tmp_path / "store.duckdb", tmp_path / "models" / "fusion", tmp_path / "models" / "reranker"
+    FusionModel("linear", ("bm25",), coef=[1.0]).save(fusion)
     rr.mkdir(parents=True)
-    (rr / "model.safetensors").write_bytes(b"trained weights")
-    store.replace_table(db, "reranker", pl.DataFrame({"variant": ["r3"], "path": [str(rr)],
-                                                      "trained_at": [datetime.now(UTC)]}))
-    assert reranker_evidence(db, rr).helps is None  # nothing evaluated yet: the registered reranker is used
-    assert Router.from_store(db_path=db).reranker_path == str(rr)
-
-    version = f"{model_fingerprint(rr)} over embedder:r3@abc"
-
-    def metrics(table: str, key: str, rows: list[tuple]) -> None:
-        store.replace_table(db, table, pl.DataFrame(
-            [{key: bench, "system": system, "slice": "all", "metric": "ndcg@10", "value": value, "n_queries": n,
-              "model_version": mv} for bench, system, value, n, mv in rows]))
-
-    metrics("benchmark_metrics", "split", [("test", "reranker:r3", 0.60, 10, version),
-                                           ("test", "embedder:r3", 0.50, 10, "fp"),
-                                           ("train", "reranker:r3", 0.00, 90, version),  # train split: ignored
-                                           ("train", "embedder:r3", 0.90, 90, "fp")])
-    assert reranker_evidence(db, rr).helps is True
-    metrics("external_metrics", "benchmark", [("demo", "reranker:r3", 0.40, 30, version),
-                                              ("demo", "embedder:r3", 0.80, 30, "fp"),
-                                              ("demo", "reranker:r3", 0.99, 30, "another model over embedder:r3@x")])
-    evidence = reranker_evidence(db, rr)  # pooled: (0.6·10 + 0.4·30) / 40 = 0.45 < (0.5·10 + 0.8·30) / 40
-    assert evidence.helps is False and "0.450 reranked vs 0.725 first stage over 40 queries (demo, test)" in evidence.reason
-    said = []
-    assert Router.from_store(db_path=db, log=said.append).reranker_path is None
-    assert any("not used" in msg and str(rr) in msg for msg in said)
-    assert Router.from_store(db_path=db, reranker=str(rr)).reranker_path == str(rr)  # explicit always wins
+    verdict = judge("the store's fusion", 6, 0, False)
+    assert not verdict.adopt and verdict.reason == "the store's fusion fitted on 6 requests, needs 100"
+    reranker_verdict = judge("the store's reranker", 9, 0, False)
+    _fusion_row(db, fusion, False, verdict.reason, rr, False, reranker_verdict.reason)
+    said: list[str] = []
+    r = Router.from_store(db_path=db, log=said.append)
+    assert r.fusion.signals != ("bm25",) and r.reranker_path is None
+    assert any("fusion" in m and "fitted on 6 requests, needs 100" in m for m in said)
+    assert any("reranker" in m and "fitted on 9 requests, needs 100" in m for m in said)
+    assert default_parts(db).fusion_dir == str(SHIPPED_DIR)
+    assert Router.from_store(db_path=db, fusion=fusion).fusion.signals == ("bm25",)  # explicit always wins
+    assert Router.from_store(db_path=db, reranker=str(rr)).reranker_path == str(rr)
 
 
-def test_hybrid_route_uses_a_registered_reranker_only_where_the_store_shows_it_helps_the_fusion(tmp_path, minilm):
-    import polars as pl
+def test_a_store_fusion_and_reranker_that_pass_the_rule_are_taken(tmp_path):
+    import numpy as np
 
-    from skill_assets.lib.common import store
-    from skill_assets.lib.common.embedding_cache import model_fingerprint
+    from skill_assets.router.adoption import judge
     from skill_assets.router.fusion import FusionModel
 
-    db, rr, fusion = tmp_path / "store.duckdb", tmp_path / "models" / "reranker-r3", tmp_path / "models" / "fusion"
-    rr.mkdir(parents=True)
-    (rr / "model.safetensors").write_bytes(b"trained weights")
+    db, fusion, rr = tmp_path / "store.duckdb", tmp_path / "models" / "fusion", tmp_path / "models" / "reranker"
     FusionModel("linear", ("bm25",), coef=[1.0]).save(fusion)
-    store.replace_table(db, "reranker", pl.DataFrame({"variant": ["r3"], "path": [str(rr)],
-                                                      "trained_at": [datetime.now(UTC)]}))
-    said: list[str] = []
-    assert Router.from_store(db_path=db, fusion=fusion, log=said.append).reranker_path is None  # no figures yet
-    assert any("nothing shows it helps" in msg for msg in said)
-    assert Router.from_store(db_path=db, fusion="none").reranker_path == str(rr)  # bi-encoder path: today's rule
-    store.replace_table(db, "benchmark_metrics", pl.DataFrame(
-        [{"split": "test", "system": system, "slice": "all", "metric": "ndcg@10", "value": value, "n_queries": 10,
-          "model_version": mv} for system, value, mv in
-         (("fusion+reranker:r3", 0.7, f"{model_fingerprint(rr)} over fusion@abc"), ("fusion", 0.6, "abc"))]))
-    assert Router.from_store(db_path=db, fusion=fusion).reranker_path == str(rr)
+    rr.mkdir(parents=True)
+    rng = np.random.default_rng(0)
+    default = rng.uniform(0, 1, 60)
+    better = judge("the store's fusion", 120, 60, True, lambda: (np.clip(default + 0.1, 0, 1), default))
+    assert better.adopt and better.interval[0] > 0 and "over 60 requests" in better.reason
+    worse = judge("the store's fusion", 120, 60, True, lambda: (default - 0.05, default))
+    assert not worse.adopt and "does not beat the default" in worse.reason
+    assert not judge("x", 120, 49, True, lambda: (default, default)).adopt  # dev too small: never scored
+    assert not judge("x", 120, 60, False).adopt  # dev not disjoint from train
+    _fusion_row(db, fusion, True, better.reason, rr, True, "the store's reranker beats the default")
+    r = Router.from_store(db_path=db)
+    assert r.fusion.signals == ("bm25",) and r.reranker_path == str(rr)
 
 
 def test_pool_documents_are_embedded_by_the_gated_backend_and_it_keys_the_cache(minilm, pool_dir, tmp_path):

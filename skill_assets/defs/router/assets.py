@@ -2,8 +2,10 @@
 
 Thin: the signals, the fusion and the selection live in ``skill_assets.router``. The model folder
 (``models/router/<data version>/``: fusion weights, selection cut, card) sits beside the DuckDB
-file; the ``router_fusion`` table is its registry, and ``Router.from_store()`` / ``skill-assets
-route`` use the newest row by default.
+file; the ``router_fusion`` table is its registry. The asset also judges the fusion and the store's newest
+reranker by the adoption rule (``router.adoption``) on the fusion's dev split and records the verdicts:
+``Router.from_store()`` / ``skill-assets route`` use a store's part only where its row says so, and the
+shipped router otherwise.
 """
 from datetime import UTC, datetime
 from pathlib import Path
@@ -17,12 +19,14 @@ from skill_assets.defs.training.assets import latest_model_path
 from skill_assets.lib.common import store as store_lib
 from skill_assets.lib.common.hashing import digest
 from skill_assets.lib.common.tables import frame
-from skill_assets.router.benchmark_requests import read_requests, requests_from_benchmark_queries
+from skill_assets.router.adoption import Verdict, judge, routed_metric
+from skill_assets.router.benchmark_requests import Request, read_requests, requests_from_benchmark_queries
 from skill_assets.router.fusion import DEFAULT_DEPTH
 from skill_assets.router.fusion_training import save_router_model, train_fusion
 from skill_assets.router.pools import Skill, load_pool
-from skill_assets.router.registry import FUSION_TABLE
+from skill_assets.router.registry import DEFAULT_VARIANT, FUSION_TABLE, bundled_minilm
 from skill_assets.router.routing import Router
+from skill_assets.router.shipped_router import shipped_router as load_shipped
 from skill_assets.router.signals import SIGNALS
 
 GROUP = "router"
@@ -59,7 +63,8 @@ def router_fusion(context: dg.AssetExecutionContext, config: FusionSettings, sto
     if not any(r.split == "train" for r in requests):
         raise dg.Failure(f"{source} has no train requests: nothing to fit the fusion on")
     embedder = latest_model_path(store, "embedder", "r3") or models.embedder
-    router = Router(embedder, cache_dir=store.artifacts_dir / "index_cache", query_prompt=models.query_prompt,
+    cache = store.artifacts_dir / "index_cache"
+    router = Router(embedder, cache_dir=cache, query_prompt=models.query_prompt,
                     signals=SIGNALS, multilingual_model=config.multilingual, log=context.log.info)
     router.index(skills)
     fitted = train_fusion(lambda queries: router.candidates(queries, depth=config.depth), router.ids, requests,
@@ -68,13 +73,54 @@ def router_fusion(context: dg.AssetExecutionContext, config: FusionSettings, sto
     version = digest(repr((source, fitted.card["data"]["train_ids_hash"], fitted.card["data"]["dev_ids_hash"],
                            embedder, sorted(router.ids))))[:12]
     path = save_router_model(fitted, store.artifacts_dir / "models" / "router" / version)
+    router.fusion, router.selection = fitted.model, fitted.cut
+    verdicts = _adoption(store, requests, router, skills, cache)
+    for part, verdict in verdicts.items():
+        context.log.info(f"{part}: {'used' if verdict.adopt else 'not used'}: {verdict.reason}")
     dev = fitted.card["dev"]
+    reranker = verdicts.get("reranker")
     row = {"path": str(path), "kind": fitted.card["kind"], "data_source": source,
            "train_requests": fitted.card["data"]["train_requests"], "dev_requests": fitted.card["data"]["dev_requests"],
            "pool_skills": len(skills), "embedder": embedder, "dev_hit_at_1": dev.get("hit@1"),
            "dev_ndcg_at_10": dev.get("ndcg@10"), "dev_set_f1": dev.get("selected_set_f1"),
-           "trained_at": datetime.now(UTC)}
+           **verdicts["fusion"].as_row(), "reranker_path": latest_model_path(store, "reranker", DEFAULT_VARIANT),
+           "reranker_adopted": reranker.adopt if reranker else None,
+           "reranker_reason": reranker.reason if reranker else None, "trained_at": datetime.now(UTC)}
     df = frame(FUSION_TABLE, [row])
     store_lib.upsert_rows(store.path, FUSION_TABLE, df, "path")
-    return dg.MaterializeResult(metadata=table_metadata(FUSION_TABLE, df, model=dg.MetadataValue.path(str(path)),
-                                                        card=dg.MetadataValue.json(fitted.card)))
+    return dg.MaterializeResult(metadata=table_metadata(
+        FUSION_TABLE, df, model=dg.MetadataValue.path(str(path)), card=dg.MetadataValue.json(fitted.card),
+        **{f"{part}_used": verdict.adopt for part, verdict in verdicts.items()},
+        **{f"{part}_verdict": verdict.reason for part, verdict in verdicts.items()}))
+
+
+def _adoption(store: DuckDBStore, requests: list[Request], fitted: Router, skills: list[Skill],
+              cache: Path) -> dict[str, Verdict]:
+    """The adoption rule's verdicts on the fusion just fitted and on the store's newest reranker, both on the fusion's
+    dev split; the shipped router (bundled MiniLM) is indexed over the same pool only when a comparison is due."""
+    train, dev = ({r.id for r in requests if r.split == s} for s in ("train", "dev"))
+    dev_requests = [r for r in requests if r.split == "dev"]
+    disjoint = bool(dev) and not train & dev
+    shipped: list[Router] = []
+
+    def shipped_router() -> Router:
+        if not shipped:
+            fusion, cut = load_shipped()
+            shipped.append(Router(bundled_minilm(), cache_dir=cache, fusion=fusion, selection=cut, log=fitted.log))
+            shipped[0].index(skills)
+        return shipped[0]
+
+    verdicts = {"fusion": judge("the store's fusion", len(train), len(dev), disjoint,
+                                lambda: (routed_metric(fitted, dev_requests, False),
+                                         routed_metric(shipped_router(), dev_requests, False)))}
+    path = latest_model_path(store, "reranker", DEFAULT_VARIANT)
+    if path:
+        trained = store.query("SELECT train_queries FROM reranker WHERE path = ?", [path])["train_queries"][0] or 0
+
+        def with_reranker() -> tuple:
+            used = fitted if verdicts["fusion"].adopt else shipped_router()
+            used.reranker_path = path
+            return routed_metric(used, dev_requests, True), routed_metric(used, dev_requests, False)
+
+        verdicts["reranker"] = judge("the store's reranker", int(trained), len(dev), disjoint, with_reranker)
+    return verdicts

@@ -89,13 +89,19 @@ def table_exists(path: str | Path, name: str) -> bool:
 
 
 def upsert_rows(path: str | Path, name: str, frame: pl.DataFrame, key: str) -> None:
-    """Replace the rows of ``name`` whose ``key`` matches ``frame``'s (a registry keyed by partition)."""
+    """Replace the rows of ``name`` whose ``key`` matches ``frame``'s (a registry keyed by partition).
+
+    A registry outlives code versions: columns the table lacks are added (older rows read NULL there)."""
     with connect(path) as con:
         con.register("_incoming", frame.to_arrow())
         con.execute("BEGIN")
         con.execute(f'CREATE TABLE IF NOT EXISTS "{name}" AS SELECT * FROM _incoming LIMIT 0')
+        have = {r[0] for r in con.execute(f'DESCRIBE "{name}"').fetchall()}
+        for column, kind in con.execute("SELECT column_name, column_type FROM (DESCRIBE _incoming)").fetchall():
+            if column not in have:
+                con.execute(f'ALTER TABLE "{name}" ADD COLUMN "{column}" {kind}')
         con.execute(f'DELETE FROM "{name}" WHERE "{key}" IN (SELECT "{key}" FROM _incoming)')
-        con.execute(f'INSERT INTO "{name}" SELECT * FROM _incoming')
+        con.execute(f'INSERT INTO "{name}" BY NAME SELECT * FROM _incoming')
         con.execute("COMMIT")
         con.unregister("_incoming")
 

@@ -36,7 +36,9 @@ POOL_ENV = "SKILL_ASSETS_CURATED_POOL"
 BENCHMARK_NAME = "curated"
 REQUESTS, REJECTIONS, REVIEW = "requests.jsonl", "rejections.jsonl", "review.jsonl"
 SPLITS = ("train", "dev", "test")
-STYLES = ("task_direct", "scene", "role_setup", "constraint", "multi_step", "debug")
+STYLES = ("task_direct", "scene", "role_setup", "constraint", "multi_step", "debug",
+          # the demo benchmark's and the styles dev set's: how users write beside the curated writers
+          "terse", "vague", "pasted_error", "step_list", "other_language", "casual")
 
 
 class CuratedFormatError(ValueError):

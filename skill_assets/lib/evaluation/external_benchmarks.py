@@ -93,13 +93,16 @@ class ExternalBenchmark:
 class BenchmarkSpec:
     """Where one external benchmark lives; ``layout`` None means detect it from the files.
 
-    ``pool``: the skill directory of a layout that ships no skills (``curated``)."""
+    ``pool``: the skill directory of a layout that ships no skills (``curated``); ``pool_name``: the source
+    name its skill ids start with (``<pool_name>/<skill folder>``, as the ingest names a ``dir`` source's
+    skills), so a benchmark written against the pipeline's ids reads a plain folder."""
 
     name: str
     path: Path
     layout: str | None = None
     split: str = "test"
     pool: Path | None = None
+    pool_name: str | None = None
 
 
 def curated_spec(pool: str | Path) -> BenchmarkSpec:
@@ -126,7 +129,7 @@ def load_benchmark_specs(config: str | Path) -> dict[str, BenchmarkSpec]:
             raise BenchmarkFormatError(f"{config}: benchmark {name!r} has layout {layout!r}; known: {LAYOUTS}")
         pool = (config.parent / str(entry["pool"])).resolve() if entry.get("pool") else None
         specs[str(name)] = BenchmarkSpec(str(name), (config.parent / str(entry["path"])).resolve(), layout,
-                                         str(entry.get("split", "test")), pool)
+                                         str(entry.get("split", "test")), pool, entry.get("pool_name"))
     return specs
 
 
@@ -148,7 +151,7 @@ def load_benchmark(spec: BenchmarkSpec) -> ExternalBenchmark:
         raise FileNotFoundError(f"benchmark {spec.name!r}: {spec.path} is not a directory")
     layout = spec.layout or detect_layout(spec.path)
     if layout == "curated":
-        skills, curated_queries = load_curated(spec.path, spec.split, spec.pool)
+        skills, curated_queries = load_curated(spec.path, spec.split, spec.pool, spec.pool_name)
         return ExternalBenchmark(spec.name, layout, tuple(skills), tuple(curated_queries))
     loader = {"r3": load_r3, "skillret": load_skillret, "skill_md": load_skill_md}[layout]
     skills, queries = loader(spec.path, spec.split)
@@ -247,7 +250,8 @@ def curated_pool(pool: Path) -> list[ExternalSkill]:
     return skills
 
 
-def load_curated(root: Path, split: str, pool: Path | None) -> tuple[list[ExternalSkill], list[ExternalQuery]]:
+def load_curated(root: Path, split: str, pool: Path | None, pool_name: str | None = None
+                 ) -> tuple[list[ExternalSkill], list[ExternalQuery]]:
     """The curated requests of ``split`` over every skill of ``pool``, ground truth as copy groups.
 
     Each group also takes in the pool skills whose document is identical to a member's (same
@@ -260,6 +264,8 @@ def load_curated(root: Path, split: str, pool: Path | None) -> tuple[list[Extern
     try:
         requests = [r for r in curated.load_requests(root) if r.split == split]
         skills = curated_pool(pool)
+        if pool_name:
+            skills = [ExternalSkill(f"{pool_name}/{s.id}", s.name, s.description, s.body) for s in skills]
         curated.require_in_pool(requests, {s.id for s in skills}, str(pool))
     except (curated.CuratedFormatError, curated.UnresolvedSkillIds) as exc:
         raise BenchmarkFormatError(str(exc)) from exc

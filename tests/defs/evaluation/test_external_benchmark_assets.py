@@ -17,9 +17,10 @@ from skill_assets.lib.common import store as store_lib
 from skill_assets.lib.common.tables import frame
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-#: the router's signals alone and RRF of each pair join them (no router_fusion here, so no fusion systems)
+#: the router's signals alone and RRF of each pair join them (no router_fusion here, so no fusion systems), and the
+#: router a user of this store gets (the shipped one)
 SYSTEMS = {"bm25", "embedder:base", "embedder:r3", "reranker:r3", "signal:bm25", "signal:dense", "signal:multilingual",
-           "rrf:bm25+dense", "rrf:bm25+multilingual", "rrf:dense+multilingual"}
+           "rrf:bm25+dense", "rrf:bm25+multilingual", "rrf:dense+multilingual", "router:default"}
 
 
 def _materialize(db, selection: list[str], partition: str | None = None) -> dg.ExecuteInProcessResult:

@@ -23,7 +23,7 @@ from skill_assets.router.systems import ablation_table
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 ROUTER_SYSTEMS = {"signal:bm25", "signal:dense", "signal:multilingual", "rrf:bm25+dense", "rrf:bm25+multilingual",
-                  "rrf:dense+multilingual", "fusion", "fusion+reranker:r3"}
+                  "rrf:dense+multilingual", "fusion", "fusion+reranker:r3", "router:default"}
 
 
 def _materialize(db: Path, selection: list[str]) -> dg.ExecuteInProcessResult:
@@ -65,7 +65,9 @@ def test_router_fusion_registers_a_model_with_its_card(db):
     card = json.loads((Path(row["path"]) / "skill_assets_card.json").read_text())
     assert card["data"]["test_requests_read"] == 0 and card["data"]["pool_skills"] == len(SKILLS)
     assert card["dev"]["hit@1"] == row["dev_hit_at_1"]
-    router = Router.from_store(db, reranker="none")
+    assert not row["adopted"] and f"fitted on {row['train_requests']} requests, needs 100" in row["adoption_reason"]
+    assert not row["reranker_adopted"] and "needs 100" in row["reranker_reason"]
+    router = Router.from_store(db, reranker="none", fusion=row["path"])
     assert router.fusion is not None and router.fusion.kind == row["kind"] and router.selection.as_dict() == card["selection"]
     router.index([Skill(sid, *fields) for sid, fields in SKILLS.items()])
     (routed,) = router.route_requests(["帮我写一封应聘数据分析师岗位的求职信"], top_k=3)

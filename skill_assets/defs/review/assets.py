@@ -22,8 +22,10 @@ from skill_assets.lib.review.agreement import label_agreement as agreement_rows
 from skill_assets.lib.review.agreement import latest_items
 from skill_assets.lib.review.label_studio_bridge import run_bridge, server_configured, server_url
 from skill_assets.lib.review.label_studio_export import (
+    current_annotations,
     merge_verdicts,
     read_export_file,
+    reviewer_emails,
     verdicts_from_export,
     write_import_file,
 )
@@ -136,17 +138,14 @@ class ReviewVerdictSettings(dg.Config):
 
 @dg.asset(group_name=GROUP, kinds={"duckdb"}, op_tags=DUCKDB_WRITER_TAG, deps=["review_tasks"])
 def review_verdicts(context: dg.AssetExecutionContext, config: ReviewVerdictSettings, store: DuckDBStore):
-    """Reviewers' annotations, one row per reviewer, item and round; a rerun adds only what is new or edited."""
+    """Reviewers' annotations, one row per reviewer, item and round; a rerun adds only what is new, edited or retracted.
+
+    An inbox file that cannot be read (truncated, not an export) is left out with its reason in
+    the log and the metadata: the other exports are still read, and a fixed file is read next run.
+    """
     tasks = {(t["item_id"], t["round"]): t for t in _stored(store, "review_tasks")}
     existing = _stored(store, "review_verdicts")
-    incoming: list[dict] = []
-    dropped: dict[str, int] = {}
-
-    def take(exported: list[dict], origin: str) -> None:
-        rows, why = verdicts_from_export(exported, tasks, origin)
-        incoming.extend(rows)
-        for k, v in why.items():
-            dropped[k] = dropped.get(k, 0) + v
+    exports: list[tuple[list[dict], str]] = []  # (tasks of one export, origin)
 
     if server_configured():
         url = server_url()
@@ -156,19 +155,33 @@ def review_verdicts(context: dg.AssetExecutionContext, config: ReviewVerdictSett
             if v["origin"] == url and title and v["task_updated_at"] and \
                     (since[title] is None or v["task_updated_at"] > since[title]):
                 since[title] = v["task_updated_at"]
-        for project in run_bridge("pull", {"since": since})["projects"].values():
-            take(project["tasks"], url)
+        exports += [(project["tasks"], url) for project in run_bridge("pull", {"since": since})["projects"].values()]
     inbox = Path(config.inbox) if config.inbox else review_dir(store) / "inbox"
+    unreadable: dict[str, str] = {}
     for path in sorted(inbox.glob("*.json")) if inbox.is_dir() else []:
-        take(read_export_file(path), path.name)
-    rows, changed = merge_verdicts(existing, incoming)
+        try:
+            exports.append((read_export_file(path), path.name))
+        except ValueError as exc:
+            unreadable[path.name] = str(exc)
+            context.log.warning(f"inbox export left out, the others are read: {exc}")
+    users = reviewer_emails([e for e, _ in exports], existing)
+    incoming: list[dict] = []
+    dropped: dict[str, int] = {}
+    for exported, origin in exports:
+        rows, why = verdicts_from_export(exported, tasks, origin, users)
+        incoming.extend(rows)
+        for k, v in why.items():
+            dropped[k] = dropped.get(k, 0) + v
+    rows, changed = merge_verdicts(existing, incoming, current_annotations([e for e, _ in exports]), users)
     df = frame("review_verdicts", rows)
     store.write("review_verdicts", df)
     if dropped.get("seen_before") or dropped.get("unknown_task"):
         context.log.warning(f"annotations left out: {dropped}")
+    counted = df.filter(pl.col("retracted_at").is_null())
     return dg.MaterializeResult(metadata=table_metadata(
         "review_verdicts", df, new_or_changed=changed, pulled=len(incoming), left_out=dg.MetadataValue.json(dropped),
-        reviewers=df["reviewer"].n_unique()))
+        retracted=df.height - counted.height, reviewers=counted["reviewer"].n_unique(),
+        unreadable_exports=dg.MetadataValue.json(unreadable)))
 
 
 @dg.asset(group_name=GROUP, kinds={"duckdb"}, op_tags=DUCKDB_WRITER_TAG, deps=["review_tasks", "review_verdicts"])

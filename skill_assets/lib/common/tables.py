@@ -140,7 +140,9 @@ TABLES: dict[str, Table] = {t.name: t for t in [
        ("project", S, "Label Studio project title"), ("created_at", T, "when the task was first built")),
     _t("review_verdicts", "Imported Label Studio annotations: one row per reviewer, item and round.",
        ("item_id", S, "review item"), ("round", I, "round"), ("kind", S, "skill_set | naturalness | taxonomy"),
-       ("subject_id", S, "query_id or SKIP record_id"), ("reviewer", S, "annotator e-mail (or label-studio-user-<id>)"),
+       ("subject_id", S, "query_id or SKIP record_id"),
+       ("reviewer", S, "annotator e-mail (or label-studio-user-<id> while no e-mail is known for the id)"),
+       ("reviewer_id", I, "annotator's Label Studio user id"),
        ("answer", S, "confirm | correct | reject (skill_set); 1-5 (naturalness); correct | incorrect (taxonomy)"),
        ("decision", S, "what agreement compares: confirm | reject | correct:<sorted ids>; natural | unnatural; "
         "correct | incorrect"),
@@ -148,7 +150,9 @@ TABLES: dict[str, Table] = {t.name: t for t in [
        ("missing_skill_ids", LS, "skills the reviewer added"), ("extra_skill_ids", LS, "skills the reviewer removed"),
        ("comment", S, "free text"), ("annotation_id", S, "<origin>#<Label Studio annotation id>"),
        ("origin", S, "Label Studio URL or export file name"), ("lead_time_s", F, "time the reviewer spent"),
-       ("annotated_at", T, "annotation updated_at"), ("task_updated_at", T, "task updated_at (the pull watermark)")),
+       ("annotated_at", T, "annotation updated_at"), ("task_updated_at", T, "task updated_at (the pull watermark)"),
+       ("retracted_at", T, "when a newer export of the task no longer held the annotation (deleted or skipped): "
+        "kept, not counted; null: counted")),
     _t("label_agreement", "Agreement per review item and round (scope item) and per kind and round (scope round).",
        ("scope", S, "item | round"), ("kind", S, "skill_set | naturalness | taxonomy"), ("round", I, "round"),
        ("item_id", S, "review item (item rows)"), ("subject_id", S, "query_id or SKIP record_id (item rows)"),

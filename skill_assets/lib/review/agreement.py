@@ -143,7 +143,8 @@ def round_rows(tasks: list[dict], verdicts: list[dict], items: list[dict]) -> li
 
 
 def label_agreement(tasks: list[dict], verdicts: list[dict]) -> list[dict]:
-    """Item rows then round rows: the whole ``label_agreement`` table."""
+    """Item rows then round rows: the whole ``label_agreement`` table, over the verdicts not retracted."""
+    verdicts = [v for v in verdicts if v.get("retracted_at") is None]
     items = item_rows(tasks, verdicts)
     return items + round_rows(tasks, verdicts, items)
 

@@ -10,7 +10,9 @@ install. This module is both halves of the crossing:
   tasks changed since a watermark as Label Studio's own JSON export, with each annotator's e-mail.
 
 The server comes from the environment only: ``LABEL_STUDIO_URL`` and ``LABEL_STUDIO_API_KEY``
-(a legacy token or a personal access token); neither is written to any file or argument.
+(a legacy token or a personal access token); neither is written to any file or argument, and the
+key (any piece of it) is redacted from the SDK's error output before it becomes an exception: a
+401 can echo the ``Authorization`` header, and the exception reaches the run storage and logs.
 """
 from __future__ import annotations
 
@@ -21,6 +23,8 @@ import sys
 import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
+
+from skill_assets.lib.common.redaction import redact
 
 URL_ENV, KEY_ENV, PYTHON_ENV = "LABEL_STUDIO_URL", "LABEL_STUDIO_API_KEY", "SKILL_ASSETS_REVIEW_PYTHON"
 REPO_ROOT = Path(__file__).resolve().parents[3]
@@ -54,7 +58,8 @@ def run_bridge(command: str, request: dict, timeout_s: float = 600) -> dict:
         proc = subprocess.run([str(review_python()), "-m", "skill_assets.lib.review.label_studio_bridge", command,
                                str(req), str(resp)], env=env, capture_output=True, text=True, timeout=timeout_s)
         if proc.returncode != 0:
-            raise RuntimeError(f"Label Studio bridge `{command}` failed:\n{proc.stderr[-3000:]}")
+            stderr = redact(proc.stderr, os.environ.get(KEY_ENV))[-3000:]  # redact before cutting
+            raise RuntimeError(f"Label Studio bridge `{command}` failed:\n{stderr}")
         return json.loads(resp.read_text(encoding="utf-8"))
 
 

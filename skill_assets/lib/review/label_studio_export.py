@@ -2,9 +2,13 @@
 
 The server path and the file path meet here: the bridge pulls a project's changes as Label
 Studio's own JSON export, and a team without a server exports the same file from the UI (Export →
-JSON) into the inbox. Either way one parser turns annotations into verdicts, keyed by annotation,
-so re-reading a file or re-pulling a task adds nothing twice and an edited annotation replaces
-its earlier version.
+JSON) into the inbox. Either way one parser turns annotations into verdicts, one per item, round
+and reviewer, so re-reading a file or re-pulling a task adds nothing twice and an edited
+annotation replaces its earlier version. A reviewer is one person however their answers arrive:
+the server names them by e-mail, a UI export only by user id, so the id is kept with every
+verdict and names it by the e-mail wherever one is known. An export is a snapshot of its tasks:
+a counted verdict whose annotation a newer snapshot of its task no longer holds (deleted, or
+skipped after all) is retracted — kept, with ``retracted_at``, and no longer counted.
 """
 from __future__ import annotations
 
@@ -25,10 +29,20 @@ def write_import_file(path: Path, payloads: list[dict]) -> Path:
 
 
 def read_export_file(path: Path) -> list[dict]:
-    """A Label Studio JSON export: a list of tasks, each with ``data`` and ``annotations``."""
-    tasks = json.loads(path.read_text(encoding="utf-8"))
-    if not isinstance(tasks, list):
-        raise ValueError(f"{path}: not a Label Studio JSON export (expected a list of tasks)")
+    """A Label Studio JSON export: a list of tasks, each with ``data`` and ``annotations``.
+
+    ValueError naming the file when it is truncated, not JSON or not shaped as an export, so the
+    caller can leave it out with the reason and read the others.
+    """
+    try:
+        tasks = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError
+        raise ValueError(f"{path.name}: not readable as JSON, truncated or damaged ({exc})") from None
+    if not isinstance(tasks, list) or not all(
+            isinstance(t, dict) and isinstance(t.get("data", {}), dict) and isinstance(t.get("annotations") or [], list)
+            and all(isinstance(a, dict) for a in t.get("annotations") or []) for t in tasks):
+        raise ValueError(f"{path.name}: not a Label Studio JSON export (expected a list of tasks, each with "
+                         "`data` and a list of `annotations`)")
     return tasks
 
 
@@ -40,11 +54,30 @@ def _values(result: list[dict], from_name: str, key: str) -> list:
     return [v for r in result if r.get("from_name") == from_name for v in r.get("value", {}).get(key, [])]
 
 
+def reviewer_id(completed_by) -> int | None:
+    """The annotator's Label Studio user id: the bridge writes ``{"id", "email"}``, a UI export the id alone."""
+    uid = completed_by.get("id") if isinstance(completed_by, dict) else completed_by
+    return uid if isinstance(uid, int) else None
+
+
 def reviewer_name(completed_by, users: dict[int, str] | None = None) -> str:
-    """The annotator's e-mail: the bridge writes ``{"id", "email"}``, a UI export has only the user id."""
-    if isinstance(completed_by, dict):
-        return completed_by.get("email") or f"label-studio-user-{completed_by.get('id')}"
-    return (users or {}).get(completed_by) or f"label-studio-user-{completed_by}"
+    """The annotator's e-mail (the annotation's, else ``users``' for its id), else ``label-studio-user-<id>``."""
+    email = completed_by.get("email") if isinstance(completed_by, dict) else None
+    uid = reviewer_id(completed_by)
+    return email or (users or {}).get(uid) or f"label-studio-user-{uid}"
+
+
+def reviewer_emails(exports: list[list[dict]], verdicts: list[dict]) -> dict[int, str]:
+    """User id → e-mail, from every annotation that carries both and every verdict named by e-mail."""
+    users = {v["reviewer_id"]: v["reviewer"] for v in verdicts
+             if v.get("reviewer_id") is not None and v["reviewer"] != f"label-studio-user-{v['reviewer_id']}"}
+    for exported in exports:
+        for t in exported:
+            for ann in t.get("annotations") or []:
+                who = ann.get("completed_by")
+                if isinstance(who, dict) and who.get("email") and reviewer_id(who) is not None:
+                    users[reviewer_id(who)] = who["email"]
+    return users
 
 
 def skill_set_decision(answer: str, shown: list[str], extra: list[str], missing: list[str]) -> tuple[str, list[str]]:
@@ -104,8 +137,8 @@ def verdicts_from_export(exported: list[dict], tasks: dict[tuple[str, int], dict
             if task is None:
                 dropped["unknown_task"] += 1
                 continue
-            reviewer = reviewer_name(ann.get("completed_by"), users)
-            if reviewer in (task.get("exclude_reviewers") or []):
+            reviewer, uid = reviewer_name(ann.get("completed_by"), users), reviewer_id(ann.get("completed_by"))
+            if {reviewer, f"label-studio-user-{uid}"} & set(task.get("exclude_reviewers") or []):
                 dropped["seen_before"] += 1
                 continue
             try:
@@ -114,25 +147,66 @@ def verdicts_from_export(exported: list[dict], tasks: dict[tuple[str, int], dict
                 dropped["malformed"] += 1
                 continue
             rows.append(verdict | {
-                "item_id": task["item_id"], "round": task["round"], "kind": task["kind"],
+                "reviewer_id": uid, "item_id": task["item_id"], "round": task["round"], "kind": task["kind"],
                 "subject_id": task["subject_id"], "annotation_id": f"{origin}#{ann['id']}", "origin": origin,
                 "lead_time_s": ann.get("lead_time"), "annotated_at": _timestamp(ann.get("updated_at") or ann.get("created_at")),
-                "task_updated_at": _timestamp(t.get("updated_at"))})
+                "task_updated_at": _timestamp(t.get("updated_at")), "retracted_at": None})
     return rows, dropped
 
 
-def merge_verdicts(existing: list[dict], incoming: list[dict]) -> tuple[list[dict], int]:
-    """One verdict per (item, round, reviewer), the latest annotation winning; returns (rows, new or changed).
+def current_annotations(exports: list[list[dict]]) -> dict[tuple[str, int], tuple[datetime, set[str]]]:
+    """Per (item, round), its newest snapshot among ``exports``: the task's ``updated_at`` and the Label
+    Studio ids of the annotations it holds, skipped ones left out (tasks without ``updated_at`` cannot be ordered).
 
-    Keyed this way, a reviewer who edits an answer replaces it, and an export read twice adds nothing.
+    Label Studio touches a task's ``updated_at`` when one of its annotations is deleted, so a
+    newer snapshot is one that may have lost an annotation.
     """
-    merged = {(v["item_id"], v["round"], v["reviewer"]): v for v in existing}
+    current: dict[tuple[str, int], tuple[datetime, set[str]]] = {}
+    for exported in exports:
+        for t in exported:
+            data, stamp = t.get("data", {}), _timestamp(t.get("updated_at"))
+            key = (data.get("item_id"), int(data.get("round", 1)))
+            if stamp is not None and (key not in current or stamp > current[key][0]):
+                current[key] = (stamp, {str(a.get("id")) for a in t.get("annotations") or []
+                                        if not a.get("was_cancelled")})
+    return current
+
+
+def _newer(v: dict, old: dict | None) -> bool:
+    return old is None or (v["annotated_at"] or _EPOCH) > (old["annotated_at"] or _EPOCH)
+
+
+def merge_verdicts(existing: list[dict], incoming: list[dict],
+                   current: dict[tuple[str, int], tuple[datetime, set[str]]] | None = None,
+                   users: dict[int, str] | None = None) -> tuple[list[dict], int]:
+    """One verdict per (item, round, reviewer), the latest annotation winning; returns (rows, how many changed).
+
+    Keyed this way, a reviewer who edits an answer replaces it, and an export read twice adds
+    nothing. Reviewers are first named by e-mail where ``users`` (id → e-mail) knows them, so
+    the same person's answers from the server and from a UI export are one verdict. A counted
+    verdict whose annotation its task's newer snapshot in ``current`` lacks is retracted. Changed:
+    verdicts new, with a new decision or comment, or retracted.
+    """
+    def named(v: dict) -> dict:
+        return v | {"reviewer": (users or {}).get(v.get("reviewer_id")) or v["reviewer"]}
+
+    merged: dict[tuple, dict] = {}
+    for v in map(named, existing):
+        key = (v["item_id"], v["round"], v["reviewer"])
+        if _newer(v, merged.get(key)):
+            merged[key] = v
     changed = 0
-    for v in incoming:
+    for v in map(named, incoming):
         key = (v["item_id"], v["round"], v["reviewer"])
         old = merged.get(key)
-        if old is not None and (v["annotated_at"] or _EPOCH) <= (old["annotated_at"] or _EPOCH):
+        if not _newer(v, old):
             continue
         changed += old is None or (v["decision"], v["comment"]) != (old["decision"], old["comment"])
         merged[key] = v
+    for key, v in merged.items():
+        stamp, present = (current or {}).get((v["item_id"], v["round"]), (None, set()))
+        if v.get("retracted_at") is None and stamp is not None and (v["task_updated_at"] or _EPOCH) < stamp \
+                and v["annotation_id"].rsplit("#", 1)[-1] not in present:
+            merged[key] = v | {"retracted_at": stamp, "task_updated_at": stamp}
+            changed += 1
     return sorted(merged.values(), key=lambda v: (v["item_id"], v["round"], v["reviewer"])), changed

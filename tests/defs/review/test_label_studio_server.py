@@ -1,6 +1,8 @@
 """The whole review loop against a real Label Studio: projects and tasks pushed through the SDK, three
 reviewers annotating through its API, incremental pulls, κ checked by hand, a disputed item's round 2.
 """
+import json
+
 import pytest
 from review_store import materialize, tasks_config, verdict_result
 
@@ -89,3 +91,43 @@ def test_review_loop_against_a_real_label_studio(label_studio, upstream_store, m
     assert materialize(db, ["benchmark_queries"]).success
     status = dict(store_lib.query(db, "SELECT query_id, review_status FROM benchmark_queries").rows())
     assert status == {"q1": "confirmed", "q2": "confirmed", "q3": "confirmed", "q4": "unreviewed", "q5": "unreviewed"}
+
+
+def test_one_reviewer_however_answers_arrive_and_a_deleted_answer_is_retracted(label_studio, upstream_store,
+                                                                               monkeypatch, tmp_path):
+    """Issue 21: the server pull names reviewers by e-mail, the UI's Export → JSON by user id, and both were
+    counted (2 people, 4 reviewers; finding 1); an answer deleted in Label Studio stayed counted (finding 2)."""
+    label_studio.reset()
+    db = upstream_store
+    monkeypatch.setenv("LABEL_STUDIO_URL", label_studio.url)
+    monkeypatch.setenv("LABEL_STUDIO_API_KEY", label_studio.admin_token)
+    assert materialize(db, ["review_tasks"], tasks_config()).success
+    # people the session's server has not seen yet (it is shared with the test above)
+    tokens = {name: label_studio.sign_up(f"{name}@review.test") for name in ("dora", "erin")}
+    task_ids = project_tasks(label_studio, project_title("skill_set", 1))
+    ids = {who: annotate(label_studio, tokens[who], task_ids["skill_set:q1"], "confirm") for who in tokens}
+    # the owner also drops the UI's export of the same project into the inbox (completed_by: user ids)
+    pid = next(p["id"] for p in label_studio.api("GET", "/api/projects", params={"page_size": 100}).json()["results"]
+               if p["title"] == project_title("skill_set", 1))
+    ui_export = label_studio.api("GET", f"/api/projects/{pid}/export", params={"exportType": "JSON"}).json()
+    assert {type(a["completed_by"]) for t in ui_export for a in t["annotations"]} == {int}
+    (tmp_path / "review" / "inbox").mkdir(parents=True)
+    (tmp_path / "review" / "inbox" / "ui-export.json").write_text(json.dumps(ui_export))
+
+    assert materialize(db, ["review_verdicts", "label_agreement"]).success
+    verdicts = store_lib.read_table(db, "review_verdicts")
+    assert sorted(verdicts["reviewer"]) == ["dora@review.test", "erin@review.test"]
+    q1 = store_lib.read_table(db, "label_agreement", "WHERE scope = 'item' AND item_id = 'skill_set:q1'").row(
+        0, named=True)
+    assert (q1["status"], q1["n_reviewers"]) == ("settled", 2)
+
+    # erin deletes her answer; the old UI export in the inbox still holds it
+    assert label_studio.api("DELETE", f"/api/annotations/{ids['erin']}/", tokens["erin"]).ok
+    result = materialize(db, ["review_verdicts", "label_agreement"])
+    assert result.success and metadata(result, "review_verdicts")["retracted"] == 1
+    verdicts = {v["reviewer"]: v for v in store_lib.read_table(db, "review_verdicts").to_dicts()}
+    assert verdicts["erin@review.test"]["retracted_at"] is not None  # kept in history ...
+    assert verdicts["dora@review.test"]["retracted_at"] is None
+    q1 = store_lib.read_table(db, "label_agreement", "WHERE scope = 'item' AND item_id = 'skill_set:q1'").row(
+        0, named=True)
+    assert (q1["status"], q1["n_reviewers"]) == ("pending", 1)  # ... and not counted

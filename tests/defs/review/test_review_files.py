@@ -132,3 +132,24 @@ def test_review_tasks_from_an_external_benchmarks_test_split(tmp_path):
     payload = json.loads((tmp_path / "review" / "tasks" /
                           "skill-assets review · skill sets · round 1 · external:demo-r3.json").read_text())
     assert any("git-bisect-regressions" in t["data"]["skills_html"] for t in payload)
+
+
+def test_an_unreadable_inbox_export_is_named_and_the_others_are_read(upstream_store, tmp_path, capfd):
+    """A truncated export raised without its name and stopped every other export (issue 21, finding 9)."""
+    db = upstream_store
+    assert materialize(db, ["review_tasks"], tasks_config()).success
+    skill_file = tmp_path / "review" / "tasks" / "skill-assets review · skill sets · round 1.json"
+    inbox = tmp_path / "review" / "inbox"
+    inbox.mkdir()
+    good = json.dumps(export(skill_file, {"skill_set:q1": [(2, ("confirm",)), (3, ("confirm",))]},
+                             datetime(2026, 11, 1, tzinfo=UTC)))
+    (inbox / "a-truncated.json").write_text(good[: len(good) // 2])
+    (inbox / "b-good.json").write_text(good)
+    (inbox / "c-not-an-export.json").write_text('{"tasks": []}')
+    result = materialize(db, ["review_verdicts"])
+    assert result.success
+    meta = result.asset_materializations_for_node("review_verdicts")[0].metadata
+    assert set(meta["unreadable_exports"].value) == {"a-truncated.json", "c-not-an-export.json"}
+    assert "a-truncated.json" in meta["unreadable_exports"].value["a-truncated.json"]
+    assert "inbox export left out" in capfd.readouterr().err  # the reason is in the run's log
+    assert store_lib.read_table(db, "review_verdicts").height == 2

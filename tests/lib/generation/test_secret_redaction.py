@@ -1,4 +1,4 @@
-"""No part of the API key reaches a table, a log, the Dagster run storage or stderr (issue 17 finding 5, issue 21 finding 4).
+"""No part of the API key reaches a table, a log, the Dagster run storage or stderr (issues 17.5 and 21.4).
 
 An endpoint that answers 401 and echoes the key at several offsets of its message — around
 character 300, where the error text used to be cut *before* it was redacted, leaving

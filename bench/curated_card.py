@@ -30,7 +30,7 @@ from skill_assets.lib.evaluation.curated_card import (
     render_card,
     score_rules,
 )
-from skill_assets.lib.taxonomy.rules import RULESET_VERSION, TAXONOMY_CLASSES, classify_rationale
+from skill_assets.lib.taxonomy.rules import RULESET_VERSION, TAXONOMY_CLASSES, match_rules
 
 MANIFEST = Path(__file__).resolve().parents[1].parent / "shared" / "corpus" / "github-skills" / "MANIFEST.jsonl"
 HEADER = """\
@@ -82,7 +82,7 @@ def main() -> None:
     sources = sources_yaml(args.manifest)
     (args.out / "sources.yaml").write_text(sources, encoding="utf-8")
     requests, rejections = load_requests(args.out), load_rejections(args.out)
-    rules = score_rules(rejections, lambda text: classify_rationale(text).label, TAXONOMY_CLASSES, RULESET_VERSION)
+    rules = score_rules(rejections, lambda text: match_rules(text).label, TAXONOMY_CLASSES, RULESET_VERSION)
     domains, run = super_domains(args.db)
     card = render_card(requests, rejections, domains, rules, run, len(load_review(args.out)))
     default_block = card[card.index(AGREEMENT_START):card.index(AGREEMENT_END) + len(AGREEMENT_END)]

@@ -28,6 +28,7 @@ from skill_assets.lib.evaluation.report import (
     recall_curve_plot,
     slice_sizes,
     taxonomy_plot,
+    taxonomy_summary,
     to_markdown,
     training_data_table,
     with_note,
@@ -168,7 +169,9 @@ def benchmark_report(store: DuckDBStore):
     lead = headline_split(metrics)
     overall = metrics_table(metrics, with_significance=True)
     other_splits = [s for s in sorted(metrics["split"].unique().to_list()) if s != lead]
-    taxonomy = store.query("SELECT label, count(*) AS n FROM skip_taxonomy WHERE k >= 2 GROUP BY 1 ORDER BY n DESC")
+    taxonomy = store.query("SELECT label, count(*) AS n, count(*) FILTER (WHERE method = 'rule') AS by_rule, "
+                           "count(*) FILTER (WHERE method = 'model') AS by_model FROM skip_taxonomy WHERE k >= 2 "
+                           "GROUP BY 1 ORDER BY n DESC")
     plots = {"metrics_by_system.png": metric_plot(overall), "recall_at_k.png": recall_curve_plot(metrics),
              "taxonomy_shares.png": taxonomy_plot(taxonomy)}
     reports = store.artifacts_dir / "reports"
@@ -222,7 +225,8 @@ def benchmark_report(store: DuckDBStore):
         ("Benchmark queries", to_markdown(splits, percent=False)),
         ("Generator decisions", "Per direction and set size: how often the generator wrote a query (WRITE) or refused "
          "the set (SKIP); SKIP % = SKIP / (WRITE + SKIP).\n\n" + to_markdown(decisions, percent=False)),
-        ("Rejection taxonomy (k ≥ 2 SKIPs)", to_markdown(taxonomy, percent=False) + "\n\n"
+        ("Rejection taxonomy (k ≥ 2 SKIPs)", to_markdown(taxonomy, percent=False) + "\n\n" + taxonomy_summary(taxonomy)
+         + "\n\n"
          "![Rejection classes of the generator's SKIP rationales](taxonomy_shares.png)"),
     ]
     body = "# skill-assets benchmark report\n\n" + "\n\n".join(

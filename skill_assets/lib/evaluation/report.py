@@ -268,6 +268,18 @@ def recall_curve_plot(metrics: pl.DataFrame) -> bytes:
     return _png(fig)
 
 
+def taxonomy_summary(shares: pl.DataFrame) -> str:
+    """Coverage and how the labels were reached, beside the shares (``label, n, by_rule, by_model`` rows)."""
+    total = int(shares["n"].sum()) if shares.height else 0
+    if not total:
+        return "_No k ≥ 2 SKIPs._"
+    unknown = int(shares.filter(pl.col("label") == "unknown")["n"].sum())
+    by_rule, by_model = int(shares["by_rule"].sum()), int(shares["by_model"].sum())
+    return (f"Coverage {1 - unknown / total:.1%} of {total} SKIPs (the rest `unknown`): {by_rule / total:.1%} "
+            f"labelled by a rule, {by_model / total:.1%} by the model, {(total - unknown - by_rule - by_model) / total:.1%} "
+            "by the LLM fallback. `skip_taxonomy.method`, `rule_id` and `confidence` say which, per SKIP.")
+
+
 def taxonomy_plot(shares: pl.DataFrame) -> bytes:
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(7.5, 3.2))

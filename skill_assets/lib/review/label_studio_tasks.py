@@ -49,7 +49,7 @@ TAXONOMY_CONFIG = """<View>
     <Choice value="Correct class" alias="correct"/>
     <Choice value="Incorrect class" alias="incorrect"/>
   </Choices>
-  <TextArea name="comment" toName="rationale" placeholder="the right class, if incorrect (optional)"/>
+  <TextArea name="comment" toName="rationale" placeholder="if incorrect: the right class by name, e.g. audience_mismatch (the taxonomy model learns from it)"/>
 </View>"""
 
 CONFIGS = {"skill_set": SKILL_SET_CONFIG, "naturalness": NATURALNESS_CONFIG, "taxonomy": TAXONOMY_CONFIG}

@@ -1,7 +1,9 @@
 """Rule-based rejection taxonomy over SKIP rationales (English and Chinese).
 
 Rules are data: each has an id, a class, a priority and a pattern. They are tried in priority
-order (the most specific classes first), and the first hit wins. ``forced_chaining`` is the
+order (the most specific classes first). ``match_rules`` is the bare first-hit-wins rule set;
+``lib/taxonomy/classify.py`` keeps only the hits a rationale settles on and hands the rest to a
+learned model. ``forced_chaining`` is the
 final fallback for rationales that call the combination artificial without naming a more
 specific cause; a rationale that no rule matches is ``unknown``. Shares are reported over
 k ≥ 2 SKIPs only, since a single skill cannot be mis-combined.
@@ -9,6 +11,7 @@ k ≥ 2 SKIPs only, since a single skill cannot be mis-combined.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from skill_assets.lib.common.hashing import digest
@@ -108,7 +111,7 @@ RULES: tuple[TaxonomyRule, ...] = (
         r"\b(pick|choose|use) (just )?one,? not both\b|\bonly one (of them )?would (actually )?be (used|needed)\b",
     )),
     TaxonomyRule("redundant.zh", "function_redundant", 51, _alt(
-        r"(功能|能力|用途).{0,8}(重叠|重复|冗余|重合)|(作用|功能|用途)(基本|几乎|完全)?(一样|相同|一致)|冗余|作用相同|功能相同|重复了",
+        r"(功能|能力|用途)[^不没无非，。；,;]{0,8}(重叠|重复|冗余|重合)|(作用|功能|用途)(基本|几乎|完全)?(一样|相同|一致)|冗余|作用相同|功能相同|重复了",
         r"一个(技能)?(就|即可)(足够|够了|够|满足)",
         r"(可以|能|可)(替代|取代)另一个|同时(使用|调用).{0,6}多余|二选一即可",
     )),
@@ -168,14 +171,30 @@ _COMPILED = [(r, r.compiled()) for r in sorted(RULES, key=lambda r: r.priority)]
 
 @dataclass(frozen=True)
 class TaxonomyLabel:
+    """A rationale's class and how it was reached: ``method`` is rule, model, llm or none (unknown).
+
+    ``confidence`` is 1.0 for a rule hit (rules are written to be precise) and the model's calibrated
+    probability otherwise; ``model_version`` names the fitted model that was consulted, if any.
+    """
+
     label: str
     rule_id: str | None
     matched_span: str
+    method: str = "rule"
+    confidence: float = 1.0
+    model_version: str | None = None
 
 
-def classify_rationale(rationale: str) -> TaxonomyLabel:
+def rule_hits(text: str) -> Iterator[tuple[TaxonomyRule, re.Match[str]]]:
+    """Every rule's every match in ``text``, most specific rule first, then by position (lazily: the
+    caller stops at the first one it accepts)."""
+    return ((rule, m) for rule, pattern in _COMPILED for m in pattern.finditer(text))
+
+
+def match_rules(rationale: str) -> TaxonomyLabel:
+    """The bare rules, first hit wins, on the raw text: what the curated card measures as "the rules"."""
     for rule, pattern in _COMPILED:
         m = pattern.search(rationale)
         if m:
             return TaxonomyLabel(rule.label, rule.rule_id, m.group(0))
-    return TaxonomyLabel("unknown", None, "")
+    return TaxonomyLabel("unknown", None, "", method="none", confidence=0.0)

@@ -10,7 +10,7 @@ from skill_assets.lib.evaluation.curated_card import (
     render_card,
     score_rules,
 )
-from skill_assets.lib.taxonomy.rules import RULESET_VERSION, TAXONOMY_CLASSES, classify_rationale
+from skill_assets.lib.taxonomy.rules import RULESET_VERSION, TAXONOMY_CLASSES, match_rules
 
 FIXTURE = Path(__file__).resolve().parents[2] / "data" / "curated"
 REQUESTS, REJECTIONS = load_requests(FIXTURE), load_rejections(FIXTURE)
@@ -27,7 +27,7 @@ def test_counts_follow_the_files():
 def test_card_places_skills_in_super_domains_scores_the_rules_and_leaves_agreement_to_the_review():
     domain = {sid: (SuperDomain(0, "docker, data", 7) if sid.startswith("alpha") else SuperDomain(1, "report, 周报", 2))
               for r in REQUESTS for sid in r.gt} | {"other/skill": SuperDomain(2, "music", 1200)}
-    rules = score_rules(REJECTIONS, lambda text: classify_rationale(text).label, TAXONOMY_CLASSES, RULESET_VERSION)
+    rules = score_rules(REJECTIONS, lambda text: match_rules(text).label, TAXONOMY_CLASSES, RULESET_VERSION)
     assert rules.n == 2 and 0.0 <= rules.micro_f1 <= 1.0
     assert rules.per_class["domain_mismatch"][0] == 1 and rules.per_class["unknown"][0] == 0
     card = render_card(REQUESTS, REJECTIONS, domain, rules, "a test run", n_review=0)

@@ -1,8 +1,9 @@
+"""The bare rule set (``match_rules``): first hit wins on the raw text; ``test_classify.py`` covers the entry point."""
 import re
 
 import pytest
 
-from skill_assets.lib.taxonomy.rules import RULES, RULESET_VERSION, TAXONOMY_CLASSES, classify_rationale
+from skill_assets.lib.taxonomy.rules import RULES, RULESET_VERSION, TAXONOMY_CLASSES, match_rules
 
 CASES = [
     ("domain_mismatch", "en", "These skills cover unrelated domains: cooking recipes and kernel debugging."),
@@ -33,7 +34,7 @@ def test_every_class_except_unknown_has_an_en_and_zh_case():
 
 @pytest.mark.parametrize("label, lang, rationale", CASES, ids=[f"{c[0]}-{c[1]}" for c in CASES])
 def test_rationale_resolves_to_class(label, lang, rationale):
-    result = classify_rationale(rationale)
+    result = match_rules(rationale)
     assert result.label == label
     assert result.rule_id is not None and result.rule_id.endswith("." + lang)
     assert result.matched_span and result.matched_span in rationale
@@ -41,25 +42,25 @@ def test_rationale_resolves_to_class(label, lang, rationale):
 
 @pytest.mark.parametrize("rationale", ["", "Looks fine but I prefer not to.", "我觉得不太好。", "The weather is nice"])
 def test_no_hit_is_unknown(rationale):
-    result = classify_rationale(rationale)
-    assert (result.label, result.rule_id, result.matched_span) == ("unknown", None, "")
+    result = match_rules(rationale)
+    assert (result.label, result.rule_id, result.matched_span, result.method) == ("unknown", None, "", "none")
 
 
 def test_priority_redundancy_beats_forced():
     r = "Combining them is forced because the two skills are redundant."
-    assert classify_rationale(r).label == "function_redundant"
-    assert classify_rationale("Combining them is forced.").label == "forced_chaining"
+    assert match_rules(r).label == "function_redundant"
+    assert match_rules("Combining them is forced.").label == "forced_chaining"
     zh = "强行组合，而且两者功能重复。"
-    assert classify_rationale(zh).label == "function_redundant"
+    assert match_rules(zh).label == "function_redundant"
 
 
 def test_priority_more_specific_before_domain():
     r = "Different domains, and the audiences differ as well."
-    assert classify_rationale(r).label == "audience_mismatch"
+    assert match_rules(r).label == "audience_mismatch"
 
 
 def test_matching_is_case_insensitive():
-    assert classify_rationale("THESE ARE UNRELATED DOMAINS").label == "domain_mismatch"
+    assert match_rules("THESE ARE UNRELATED DOMAINS").label == "domain_mismatch"
 
 
 def test_rules_are_well_formed():

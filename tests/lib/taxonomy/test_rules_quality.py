@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from skill_assets.lib.taxonomy.rules import RULES, TAXONOMY_CLASSES, classify_rationale
+from skill_assets.lib.taxonomy.rules import RULES, TAXONOMY_CLASSES, match_rules
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "skip_rationales.jsonl"
 MIN_ITEMS = 150
@@ -30,7 +30,7 @@ def _scores(items: list[dict]):
     tp, fp, fn = Counter(), Counter(), Counter()
     misses = []
     for it in items:
-        pred = classify_rationale(it["rationale"]).label
+        pred = match_rules(it["rationale"]).label
         if pred == it["label"]:
             tp[pred] += 1
         else:

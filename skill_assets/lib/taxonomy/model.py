@@ -7,7 +7,9 @@ that a rule must spell out. A rationale is featurised twice into one vocabulary:
 settles on outweighs the classes it weighed first. Probabilities are temperature-scaled
 (``temperature`` fitted on out-of-fold predictions), which is what makes ``floor`` a confidence.
 
-Chosen over USE multilingual embeddings by dev F1 and speed (``bench/taxonomy_tune.py``). The model
+Settings picked by dev F1 (``bench/taxonomy_tune.py``, which also fits USE multilingual embeddings
+for comparison; that comparison has not been run yet, and USE's encoding cost is why TF-IDF is the
+default: 100,000 rationales must take under a minute on 2 cores). The model
 ships as a zip of plain arrays and JSON (no pickle), written byte for byte the same from the same
 data, so a rebuild can be checked against the committed file.
 """

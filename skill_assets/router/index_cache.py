@@ -5,7 +5,6 @@ Indexing the same pool again, or a pool that mostly overlaps an earlier one, enc
 from __future__ import annotations
 
 import json
-import os
 import time
 import uuid
 from collections.abc import Callable
@@ -14,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
+from skill_assets.lib.common.cache_files import atomic_output, discard_damaged, write_text_atomic
 from skill_assets.lib.common.embedding_cache import encode_in_chunks
 from skill_assets.lib.common.hashing import digest
 
@@ -24,15 +24,19 @@ CACHE_FORMAT = "v2"
 class EmbeddingStore:
     """Embeddings of document texts for one model, as shards ``<id>.npy`` + ``<id>.ids.json`` (text hashes).
 
-    A shard's JSON is written after its array (both atomically), so a reader only sees complete shards;
-    concurrent writers simply add shards.
+    A shard's JSON is written after its array (both through ``atomic_output``), so a reader only sees
+    complete shards; concurrent writers simply add shards; a damaged shard is discarded and re-encoded.
     """
 
     def __init__(self, directory: Path) -> None:
         self.directory = directory
 
     def lookup(self, hashes: list[str]) -> tuple[np.ndarray | None, np.ndarray]:
-        """(rows for the hashes found, or None; boolean mask of which hashes were found)."""
+        """(rows for the hashes found, or None; boolean mask of which hashes were found).
+
+        A shard that cannot be read (a truncated array, unparsable ids, the two of different lengths) is
+        discarded with one log line and its documents count as misses, so they are encoded again.
+        """
         wanted: dict[str, list[int]] = {}
         for i, h in enumerate(hashes):
             wanted.setdefault(h, []).append(i)
@@ -41,10 +45,10 @@ class EmbeddingStore:
         if not self.directory.is_dir():
             return out, found
         for ids_file in sorted(self.directory.glob("*.ids.json")):
-            try:
-                shard_hashes = json.loads(ids_file.read_text())
-            except (OSError, json.JSONDecodeError):
+            shard = self._read_shard(ids_file)
+            if shard is None:
                 continue
+            shard_hashes, arr = shard
             take_src, take_dst = [], []
             for j, h in enumerate(shard_hashes):
                 for i in wanted.get(h, ()):
@@ -54,7 +58,6 @@ class EmbeddingStore:
                         found[i] = True
             if not take_src:
                 continue
-            arr = np.load(ids_file.with_name(ids_file.name[: -len(".ids.json")] + ".npy"), mmap_mode="r")
             if out is None:
                 out = np.zeros((len(hashes), arr.shape[1]), dtype=np.float32)
             out[take_dst] = arr[take_src]
@@ -62,16 +65,31 @@ class EmbeddingStore:
                 break
         return out, found
 
+    @staticmethod
+    def _read_shard(ids_file: Path) -> tuple[list[str], np.ndarray] | None:
+        """(text hashes, memory-mapped rows) of one shard, or None after discarding a damaged one."""
+        npy = ids_file.with_name(ids_file.name[: -len(".ids.json")] + ".npy")
+        try:
+            shard_hashes = json.loads(ids_file.read_text())
+            arr = np.load(npy, mmap_mode="r")
+        except (OSError, ValueError, EOFError) as exc:  # JSONDecodeError is a ValueError
+            why = f"{type(exc).__name__}: {exc}"[:200]
+        else:
+            if not (isinstance(shard_hashes, list) and all(isinstance(h, str) for h in shard_hashes)):
+                why = "ids are not a list of text hashes"
+            elif arr.ndim != 2 or arr.dtype != np.float32 or len(arr) != len(shard_hashes):
+                why = f"array {arr.dtype}{arr.shape} does not hold {len(shard_hashes)} float32 rows"
+            else:
+                return shard_hashes, arr
+        discard_damaged(ids_file, why)  # the ids go first: without them the array is never read
+        npy.unlink(missing_ok=True)
+        return None
+
     def add(self, hashes: list[str], embeddings: np.ndarray) -> None:
-        self.directory.mkdir(parents=True, exist_ok=True)
         shard = f"{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}"
-        npy, ids = self.directory / f"{shard}.npy", self.directory / f"{shard}.ids.json"
-        tmp = self.directory / f".{shard}.tmp"
-        with tmp.open("wb") as fh:
+        with atomic_output(self.directory / f"{shard}.npy") as tmp, tmp.open("wb") as fh:
             np.save(fh, np.ascontiguousarray(embeddings, dtype=np.float32))
-        os.replace(tmp, npy)
-        tmp.write_text(json.dumps(hashes))
-        os.replace(tmp, ids)
+        write_text_atomic(self.directory / f"{shard}.ids.json", json.dumps(hashes))
 
 
 @dataclass(frozen=True)

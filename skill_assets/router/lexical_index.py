@@ -3,20 +3,19 @@
 BM25 is the strongest single signal within one language, and it needs no truncation: a request of
 thousands of characters is scored token by token. The index of a pool is saved under
 ``<cache>/bm25/<key>/`` where the key hashes the bm25s version, the tokenizer and every document,
-so a second start over the same pool memory-maps it instead of tokenizing 10,000 bodies again.
+so a second start over the same pool memory-maps it instead of tokenizing 10,000 bodies again. The folder
+appears whole in one rename; one whose files do not agree is discarded and built again.
 """
 from __future__ import annotations
 
 import functools
 import json
-import os
-import shutil
-import uuid
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 
+from skill_assets.lib.common.cache_files import atomic_output, discard_damaged
 from skill_assets.lib.common.hashing import digest
 from skill_assets.lib.common.retrieval import bm25_tokens
 
@@ -49,23 +48,23 @@ class LexicalIndex:
     @classmethod
     def build_or_load(cls, documents: list[str], cache_dir: Path,
                       log: Callable[[str], None] = lambda msg: None) -> tuple[LexicalIndex, bool]:
-        """(index, loaded from cache). Builds and saves on a miss; a concurrent builder just saves its own copy."""
+        """(index, loaded from cache). Builds and saves on a miss, or after discarding a damaged saved index;
+        a concurrent builder that saved the same index first wins and this copy is dropped."""
         import bm25s
 
         key = digest(json.dumps([INDEX_FORMAT, bm25s.__version__, TOKENIZER, [digest(d) for d in documents]]))
         directory = cache_dir / "bm25" / key
-        if (directory / "done").is_file():
-            return cls(bm25s.BM25.load(directory, mmap=True, show_progress=False)), True
+        if directory.is_dir():
+            if (loaded := _load_checked(directory, len(documents))) is not None:
+                return cls(loaded), True
         log(f"building the BM25 index of {len(documents)} documents")
         retriever = bm25s.BM25()
         retriever.index([lexical_tokens(d) for d in documents], show_progress=False)
-        tmp = directory.with_name(f".{key}.{uuid.uuid4().hex[:8]}")
-        retriever.save(tmp, show_progress=False)
-        (tmp / "done").write_text("")
         try:
-            os.replace(tmp, directory)
+            with atomic_output(directory) as tmp:
+                retriever.save(tmp, show_progress=False)
         except OSError:  # another process saved the same index first
-            shutil.rmtree(tmp, ignore_errors=True)
+            pass
         return cls(retriever), False
 
     def scores(self, queries: list[str]) -> np.ndarray:
@@ -77,3 +76,22 @@ class LexicalIndex:
             if ids:
                 out[i] = r.get_scores_from_ids(ids)
         return out
+
+
+def _load_checked(directory: Path, num_docs: int):
+    """The saved retriever, memory-mapped, if its files are whole and agree with each other; else None after
+    discarding the folder (a truncated array or vocabulary would otherwise fail every later run)."""
+    import bm25s
+
+    try:
+        loaded = bm25s.BM25.load(directory, mmap=True, show_progress=False)
+        sc = loaded.scores
+        whole = (sc["num_docs"] == num_docs and len(sc["indptr"]) == len(loaded.vocab_dict)
+                 and int(sc["indptr"][-1]) == len(sc["data"]) == len(sc["indices"]))
+        why = "" if whole else "its arrays, vocabulary and document count disagree"
+    except (OSError, ValueError, EOFError, KeyError, IndexError, TypeError) as exc:  # JSONDecodeError: ValueError
+        why = f"{type(exc).__name__}: {exc}"[:200]
+    if not why:
+        return loaded
+    discard_damaged(directory, why)
+    return None

@@ -18,7 +18,9 @@ checked against the original on a probe of the caller's own texts:
 - ``auto`` (the default of the assets): bf16 when it passes its gate here, else int8.
 
 Exports and gate verdicts are cached on disk by model fingerprint (the bf16 verdict also by CPU
-model, since it is about the hardware), so later runs start at once.
+model, since it is about the hardware), so later runs start at once. Both are written atomically and
+checked when read back: a damaged one is discarded and made again. A bf16 speed verdict timed while
+other processes compete for the CPU is used for that run only (``_timed_agreement``).
 
 Cross-encoders (the router's reranker) get the same backends through ``choose_scorer``: for int8
 the logits graph is exported; either copy is used only if it orders probe (query, document) pairs
@@ -28,13 +30,17 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import platform
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
+
+from skill_assets.lib.common.cache_files import atomic_output, discard_damaged, write_text_atomic
 
 BACKENDS = ("auto", "torch-bf16", "onnx-int8", "torch")
 _INPUTS = ("input_ids", "attention_mask", "token_type_ids")
@@ -51,6 +57,8 @@ class QualityGate:
     probe_size: int = 48
     #: bf16 must beat fp32 by this factor on the probe; emulated bf16 (no hardware support) does not
     min_bf16_speedup: float = 1.2
+    #: what a cached verdict of this gate must hold to be read back
+    fields: ClassVar[tuple[str, ...]] = ("min_cosine", "mean_cosine", "probe")
 
     @staticmethod
     def agreement(fast: np.ndarray, exact: np.ndarray) -> dict:
@@ -98,19 +106,21 @@ def bf16_encode(model, batch_size: int) -> Callable[[list[str]], np.ndarray]:
     return encode
 
 
-def _export_int8(model, out_dir: Path) -> Path:
-    """Export the transformer of a bi-encoder to ONNX (token embeddings out), fused and int8."""
+def _export_int8(model, target: Path) -> None:
+    """Export the transformer of a bi-encoder to ONNX (token embeddings out), fused and int8, as ``target``."""
     sample = model.preprocess(["export probe", "a second, longer export probe sentence"])
     names = [k for k in _INPUTS if k in sample]
-    return _export_hf_int8(model[0].auto_model, {k: sample[k] for k in names}, "token_embeddings",
-                           lambda out: out.last_hidden_state, out_dir)
+    _export_hf_int8(model[0].auto_model, {k: sample[k] for k in names}, "token_embeddings",
+                    lambda out: out.last_hidden_state, target)
 
 
-def _export_hf_int8(hf, sample: dict, output: str, select: Callable, out_dir: Path) -> Path:
+def _export_hf_int8(hf, sample: dict, output: str, select: Callable, target: Path) -> None:
     """Trace a Hugging Face model to ONNX, let ONNX Runtime fuse it for CPU, quantize weights per channel.
 
     ``select`` picks the output tensor from the model's output object (hidden states for a
     bi-encoder, logits for a cross-encoder); every input and output has dynamic batch/token axes.
+    ``target`` is the private temporary path ``atomic_output`` gives the export; the traced and fused
+    intermediates are named after it, so two concurrent exports never share a file.
     """
     import onnx
     import torch
@@ -127,8 +137,7 @@ def _export_hf_int8(hf, sample: dict, output: str, select: Callable, out_dir: Pa
         def forward(self, *tensors):
             return select(self.inner(**dict(zip(names, tensors))))
 
-    out_dir.mkdir(parents=True, exist_ok=True)
-    raw, fused, int8 = out_dir / "model.onnx", out_dir / "model_fused.onnx", out_dir / "model_int8.onnx"
+    raw, fused = target.with_name(f"{target.name}.raw.onnx"), target.with_name(f"{target.name}.fused.onnx")
     axes = {k: {0: "batch", 1: "tokens"} for k in names} | {output: {0: "batch"}}
     # trace the plain ("eager") attention: ONNX Runtime's optimiser recognises and fuses that pattern
     previous = getattr(hf.config, "_attn_implementation", None)
@@ -139,17 +148,17 @@ def _export_hf_int8(hf, sample: dict, output: str, select: Callable, out_dir: Pa
             torch.onnx.export(Selected(hf).eval().cpu(), tuple(sample[k].cpu() for k in names), str(raw),
                               input_names=names, output_names=[output], dynamic_axes=axes,
                               opset_version=17, dynamo=False)
+        cfg = hf.config
+        heads, hidden = getattr(cfg, "num_attention_heads", 0), getattr(cfg, "hidden_size", 0)
+        optimizer.optimize_model(str(raw), model_type="bert", num_heads=heads,
+                                 hidden_size=hidden).save_model_to_file(str(fused))
+        quantize_dynamic(str(fused), str(target), weight_type=QuantType.QInt8, per_channel=True,
+                         extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
     finally:
         if previous and hasattr(hf, "set_attn_implementation"):
             hf.set_attn_implementation(previous)
-    cfg = hf.config
-    heads, hidden = getattr(cfg, "num_attention_heads", 0), getattr(cfg, "hidden_size", 0)
-    optimizer.optimize_model(str(raw), model_type="bert", num_heads=heads, hidden_size=hidden).save_model_to_file(str(fused))
-    quantize_dynamic(str(fused), str(int8), weight_type=QuantType.QInt8, per_channel=True,
-                     extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
-    raw.unlink()
-    fused.unlink()
-    return int8
+        raw.unlink(missing_ok=True)
+        fused.unlink(missing_ok=True)
 
 
 def _session(onnx_path: Path):
@@ -193,28 +202,51 @@ def _probe(texts: list[str], size: int) -> list[str]:
     return [ranked[int(i)] for i in np.linspace(0, len(ranked) - 1, size)]
 
 
-def _cached_verdict(path: Path, measure: Callable[[], dict]) -> dict:
-    """A gate measurement is paid once: later runs (and 1%-incremental rebuilds) read it back."""
+def _cached_verdict(path: Path, measure: Callable[[], dict], fields: tuple[str, ...]) -> dict:
+    """A gate measurement is paid once: later runs (and 1%-incremental rebuilds) read it back.
+
+    A file that is not a JSON object with a number for each of ``fields`` (empty, truncated, an older
+    format) is discarded with one log line and measured again; a verdict whose ``final`` is false (timed
+    while other processes competed for the CPU) is used for this run but not kept.
+    """
     if path.exists():
-        return json.loads(path.read_text())
+        try:
+            verdict = json.loads(path.read_text())
+            if isinstance(verdict, dict) and all(isinstance(verdict.get(f), (int, float)) for f in fields):
+                return verdict
+            why = f"not a verdict with {', '.join(fields)}"
+        except (OSError, ValueError) as exc:  # JSONDecodeError and undecodable bytes are ValueErrors
+            why = f"{type(exc).__name__}: {exc}"[:200]
+        discard_damaged(path, why)
     verdict = measure()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(verdict))
+    if verdict.get("final", True):
+        write_text_atomic(path, json.dumps(verdict))
     return verdict
 
 
-def _gated_int8(out_dir: Path, export: Callable[[Path], Path], build: Callable[[Path], Callable],
-                measure: Callable[[Callable], dict]) -> tuple[Callable | None, dict]:
+def _exported(onnx_path: Path, export: Callable[[Path], None], build: Callable[[Path], Callable]) -> Callable:
+    """``build(onnx_path)``, exporting first where there is no export. The export reaches ``onnx_path`` in one
+    rename (``atomic_output``); one that cannot be loaded (torn by a kill before exports were atomic, or
+    damaged since) is discarded and exported again."""
+    if onnx_path.exists():
+        try:
+            return build(onnx_path)
+        except Exception as exc:  # noqa: BLE001 - ONNX Runtime's load errors are plain Exceptions
+            discard_damaged(onnx_path, f"{type(exc).__name__}: {exc}"[:200])
+    with atomic_output(onnx_path) as tmp:
+        export(tmp)
+    return build(onnx_path)
+
+
+def _gated_int8(out_dir: Path, export: Callable[[Path], None], build: Callable[[Path], Callable],
+                measure: Callable[[Callable], dict], fields: tuple[str, ...]) -> tuple[Callable | None, dict]:
     """Export once and measure the int8 copy against the original once; both results are cached in ``out_dir``.
 
     Any export or runtime failure means "use the original model": (None, {"error": why}).
     """
     try:
-        onnx_path = out_dir / "model_int8.onnx"
-        if not onnx_path.exists():
-            export(out_dir)
-        fast = build(onnx_path)
-        return fast, _cached_verdict(out_dir / "quality_gate.json", lambda: measure(fast))
+        fast = _exported(out_dir / "model_int8.onnx", export, build)
+        return fast, _cached_verdict(out_dir / "quality_gate.json", lambda: measure(fast), fields)
     except Exception as exc:  # noqa: BLE001 - whatever broke, the original model still works
         return None, {"error": f"int8 ONNX export failed: {type(exc).__name__}: {exc}"[:300]}
 
@@ -247,40 +279,97 @@ def backend_key(backend: str) -> str:
 
 #: a speed verdict is cached for good, so it is timed on at least this many inputs (the probe repeated if shorter)
 MIN_TIMED = 32
+#: interleaved (original, bf16) timing pairs: each side's fastest run is the one another job slowed least
+TIMING_PAIRS = 3
+#: a speed verdict is final (cached) only if other processes used less CPU than this (cores) while it was timed
+MAX_COMPETING_CORES = 0.25
+#: what a speed verdict holds beside its gate's agreement figures
+SPEED_FIELDS = ("speedup", "timing_pairs")
 
 
-def _timed_agreement(fast: Callable, exact: Callable, probe: list, agreement: Callable[[np.ndarray, np.ndarray], dict]
-                     ) -> dict:
-    """How closely ``fast`` agrees with ``exact`` on the probe, and how many times faster it runs.
+class CpuMeter:
+    """What a speed gate reads: a wall clock, and the CPU seconds used so far by every process but this one.
 
-    An incremental run may have only a few texts to offer; timing those alone would be noise.
+    Others' CPU comes from ``/proc/stat`` (all cores' busy time) minus this process's own (``os.times``);
+    where ``/proc/stat`` is missing it is unknown (None). Tests substitute a double: gate timing then
+    depends on no real clock and no real load.
+    """
+
+    def now(self) -> float:
+        return time.perf_counter()
+
+    def others_cpu_seconds(self) -> float | None:
+        try:
+            fields = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+        except (OSError, ValueError):
+            return None
+        busy = sum(fields[:3]) + sum(fields[5:8])  # user nice system, irq softirq steal (guest is in user)
+        own = os.times()
+        return busy / os.sysconf("SC_CLK_TCK") - (own.user + own.system)
+
+
+def _timed_agreement(fast: Callable, exact: Callable, probe: list, agreement: Callable[[np.ndarray, np.ndarray], dict],
+                     meter: CpuMeter) -> dict:
+    """How closely ``fast`` agrees with ``exact`` on the probe, how many times faster it runs, and whether that
+    speed can be kept (``final``).
+
+    The two are timed in ``TIMING_PAIRS`` interleaved pairs, the order alternating (A B, B A, A B), and the
+    speedup is the ratio of each side's fastest run: another job that takes the CPU for a while slows some
+    runs of both sides, not all runs of one. A job that competes throughout slows every run, and the two
+    sides unequally (bf16 and fp32 kernels scale differently with the cores left), so a verdict timed
+    while other processes used ``MAX_COMPETING_CORES`` or more is not final. An incremental run may have
+    only a few texts to offer; timing those alone would be noise, so the probe is repeated to ``MIN_TIMED``.
     """
     timed = (probe * -(-MIN_TIMED // max(len(probe), 1)))[: max(MIN_TIMED, len(probe))]
     fast(probe[:2]), exact(probe[:2])  # warm-up: oneDNN builds its kernels on first use
-    start = time.perf_counter()
-    want = exact(timed)
-    mid = time.perf_counter()
-    got = fast(timed)
-    speedup = (mid - start) / max(time.perf_counter() - mid, 1e-9)
-    return agreement(got[: len(probe)], want[: len(probe)]) | {"speedup": speedup}
+    seconds: dict[str, list[float]] = {"exact": [], "fast": []}
+    outputs: dict[str, np.ndarray] = {}
+    start, others_before = meter.now(), meter.others_cpu_seconds()
+    for pair in range(TIMING_PAIRS):
+        for side in ("exact", "fast") if pair % 2 == 0 else ("fast", "exact"):
+            t0 = meter.now()
+            outputs[side] = (exact if side == "exact" else fast)(timed)
+            seconds[side].append(meter.now() - t0)
+    wall, others_after = max(meter.now() - start, 1e-9), meter.others_cpu_seconds()
+    competing = None if others_before is None or others_after is None else max(others_after - others_before, 0) / wall
+    speedup = min(seconds["exact"]) / max(min(seconds["fast"]), 1e-9)
+    return agreement(outputs["fast"][: len(probe)], outputs["exact"][: len(probe)]) | {
+        "speedup": speedup, "timing_pairs": TIMING_PAIRS, "competing_cores": competing,
+        "final": competing is None or competing < MAX_COMPETING_CORES}
 
 
-def _try_bf16(fast: Callable, fallback: Callable, out_dir: Path, probe: list, gate: QualityGate | RankGate, make: type):
+def _speed_note(verdict: dict) -> str:
+    """How the speedup was measured, and whether it was kept, for the backend's reason (the log line)."""
+    how = f"fastest of {verdict['timing_pairs']} interleaved A/B pairs"
+    competing = verdict.get("competing_cores")
+    if competing is None:
+        return f"{how}; CPU competition not measurable here, verdict cached"
+    if not verdict.get("final", True):
+        return (f"{how}; other processes used {competing:.2f} cores meanwhile (≥{MAX_COMPETING_CORES}): "
+                f"provisional, not cached, measured again next run")
+    return f"{how}; other processes used {competing:.2f} cores meanwhile, verdict cached"
+
+
+def _try_bf16(fast: Callable, fallback: Callable, out_dir: Path, probe: list, gate: QualityGate | RankGate, make: type,
+              meter: CpuMeter):
     """``fast`` (a bf16 run of the model) if it agrees with ``fallback`` under ``gate`` and is fast enough here.
 
     The verdict is cached per CPU: the same weights on other hardware are measured again.
     """
     verdict = _cached_verdict(out_dir / f"bf16_gate_{_cpu_tag()}.json",
-                              lambda: _timed_agreement(fast, fallback, probe, gate.agreement))
+                              lambda: _timed_agreement(fast, fallback, probe, gate.agreement, meter),
+                              gate.fields + SPEED_FIELDS)
     passed = gate.passes(verdict) and verdict["speedup"] >= gate.min_bf16_speedup
-    reason = f"{gate.describe('bf16', verdict)}; {verdict['speedup']:.2f}× fp32 (needs ≥{gate.min_bf16_speedup})"
+    reason = (f"{gate.describe('bf16', verdict)}; {verdict['speedup']:.2f}× fp32 (needs ≥{gate.min_bf16_speedup}, "
+              f"{_speed_note(verdict)})")
     return make(fast if passed else fallback, "torch-bf16" if passed else "torch", reason, *gate.figures(verdict))
 
 
-def _try_int8(export: Callable[[Path], Path], build: Callable[[Path], Callable], fallback: Callable, out_dir: Path,
+def _try_int8(export: Callable[[Path], None], build: Callable[[Path], Callable], fallback: Callable, out_dir: Path,
               probe: list, gate: QualityGate | RankGate, make: type):
     """The int8 ONNX copy (exported by ``export``, run by ``build``) if it agrees with ``fallback`` under ``gate``."""
-    int8, verdict = _gated_int8(out_dir, export, build, lambda fast: gate.agreement(fast(probe), fallback(probe)))
+    int8, verdict = _gated_int8(out_dir, export, build, lambda fast: gate.agreement(fast(probe), fallback(probe)),
+                                gate.fields)
     if int8 is None:
         return make(fallback, "torch", verdict["error"])
     passed = gate.passes(verdict)
@@ -301,7 +390,8 @@ def _cascade(backend: str, bf16: Callable, int8: Callable):
 
 
 def choose_encoder(model, backend: str, cache_dir: Path, fingerprint: str, sample_texts: list[str],
-                   batch_size: int = 32, gate: QualityGate = QualityGate()) -> EncoderChoice:
+                   batch_size: int = 32, gate: QualityGate = QualityGate(), meter: CpuMeter = CpuMeter()
+                   ) -> EncoderChoice:
     """The fastest faithful encoder for ``model`` among the requested backend(s), else the model itself.
 
     ``auto`` tries bf16 first (near-exact where the hardware has it), then int8; ``reason`` says
@@ -316,7 +406,7 @@ def choose_encoder(model, backend: str, cache_dir: Path, fingerprint: str, sampl
         return EncoderChoice(fallback, "torch", why)
     probe, out_dir = _probe(sample_texts, gate.probe_size), cache_dir / fingerprint
     return _cascade(backend, lambda: _try_bf16(bf16_encode(model, batch_size), fallback, out_dir, probe, gate,
-                                               EncoderChoice),
+                                               EncoderChoice, meter),
                     lambda: _try_int8(lambda out: _export_int8(model, out),
                                       lambda path: _onnx_encode(model, path, batch_size),
                                       fallback, out_dir, probe, gate, EncoderChoice))
@@ -333,6 +423,7 @@ class RankGate:
     min_spearman: float = 0.98
     probe_size: int = 64
     min_bf16_speedup: float = 1.2
+    fields: ClassVar[tuple[str, ...]] = ("spearman", "probe")
 
     @staticmethod
     def agreement(fast: np.ndarray, exact: np.ndarray) -> dict:
@@ -409,7 +500,7 @@ def bf16_score(cross_encoder, batch_size: int) -> Callable[[list[tuple[str, str]
 
 
 def choose_scorer(cross_encoder, backend: str, cache_dir: Path, fingerprint: str, sample_pairs: list[tuple[str, str]],
-                  batch_size: int = 32, gate: RankGate = RankGate()) -> ScorerChoice:
+                  batch_size: int = 32, gate: RankGate = RankGate(), meter: CpuMeter = CpuMeter()) -> ScorerChoice:
     """The fastest faithful pair scorer among the requested backend(s) (as ``choose_encoder``), else the model itself."""
     if backend not in BACKENDS:
         raise ValueError(f"unknown reranker backend {backend!r}; choose one of {BACKENDS}")
@@ -422,7 +513,7 @@ def choose_scorer(cross_encoder, backend: str, cache_dir: Path, fingerprint: str
         return ScorerChoice(fallback, "torch", why)
     probe, out_dir = sample_pairs[: gate.probe_size], cache_dir / fingerprint
     return _cascade(backend, lambda: _try_bf16(bf16_score(cross_encoder, batch_size), fallback, out_dir, probe, gate,
-                                               ScorerChoice),
+                                               ScorerChoice, meter),
                     lambda: _try_int8(lambda out: _export_cross_int8(cross_encoder, out),
                                       lambda path: _onnx_score(cross_encoder, path, batch_size),
                                       fallback, out_dir, probe, gate, ScorerChoice))

@@ -1,0 +1,116 @@
+"""A damaged index cache file is rebuilt with one log line, never a traceback on every later run (issue 21, finding 7).
+
+Each case damages what a crash, a full disk or a careless hand leaves: a truncated embedding shard,
+unparsable shard ids, a truncated BM25 array, an empty ``vocab.json``. The index built over the
+damaged cache must equal one built from scratch, and the damaged file must be gone.
+"""
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from skill_assets.router.index_cache import EmbeddingStore, embed_documents
+from skill_assets.router.lexical_index import LexicalIndex
+
+DOCS = ["docker compose networking between containers", "extract tables from pdf files",
+        "helm charts deploy a release", "生成规范的提交信息", "rewrite git history interactively"]
+
+
+def _encoder(calls: list[list[str]]):
+    """A deterministic stand-in for a bi-encoder: each text's row is its length and first character code."""
+    def encode(texts: list[str]) -> np.ndarray:
+        calls.append(list(texts))
+        return np.array([[len(t), ord(t[0]), 1.0] for t in texts], dtype=np.float32)
+    return lambda texts: encode
+
+
+def _damaged_lines(caplog) -> list[str]:
+    return [r.getMessage() for r in caplog.records if "damaged cache file" in r.getMessage()]
+
+
+def _one_shard(tmp_path: Path) -> tuple[EmbeddingStore, Path, np.ndarray]:
+    store = EmbeddingStore(tmp_path / "emb")
+    want, _, _ = embed_documents(DOCS, store, _encoder([]), lambda m: None)
+    [ids] = list(store.directory.glob("*.ids.json"))
+    return store, ids, want
+
+
+@pytest.mark.parametrize("damage", ["truncated_npy", "empty_npy", "garbage_ids", "ids_not_a_list", "short_ids"])
+def test_a_damaged_embedding_shard_is_re_encoded_with_one_log_line(tmp_path, caplog, damage):
+    store, ids, want = _one_shard(tmp_path)
+    npy = ids.with_name(ids.name.replace(".ids.json", ".npy"))
+    if damage == "truncated_npy":
+        npy.write_bytes(npy.read_bytes()[:-7])
+    elif damage == "empty_npy":
+        npy.write_bytes(b"")
+    elif damage == "garbage_ids":
+        ids.write_text('["abc", "de')
+    elif damage == "ids_not_a_list":
+        ids.write_text('{"a": 1}')
+    else:
+        ids.write_text(json.dumps(json.loads(ids.read_text())[:-1]))
+    caplog.set_level(logging.WARNING)
+    calls: list[list[str]] = []
+    got, cached, encoded = embed_documents(DOCS, store, _encoder(calls), lambda m: None)
+    assert (cached, encoded) == (0, len(DOCS)) and np.array_equal(got, want)
+    assert len(_damaged_lines(caplog)) == 1 and ids.name in _damaged_lines(caplog)[0]
+    assert not ids.exists() and not npy.exists()
+    caplog.clear()
+    again, cached, encoded = embed_documents(DOCS, store, _encoder(calls), lambda m: None)
+    assert (cached, encoded) == (len(DOCS), 0) and np.array_equal(again, want) and not _damaged_lines(caplog)
+
+
+def test_shards_are_written_through_a_private_temporary_path(tmp_path):
+    store, _, _ = _one_shard(tmp_path)
+    names = sorted(p.name for p in store.directory.iterdir())
+    assert len(names) == 2 and not any(n.startswith(".") for n in names)  # nothing left beside the shard
+
+
+def _bm25_file(directory: Path, name: str) -> Path:
+    [path] = [p for p in directory.iterdir() if p.name.startswith(name)]
+    return path
+
+
+@pytest.mark.parametrize("damage", ["truncated_data", "empty_vocab", "truncated_indptr", "missing_params"])
+def test_a_damaged_bm25_index_is_rebuilt_with_one_log_line(tmp_path, caplog, damage):
+    index, loaded = LexicalIndex.build_or_load(DOCS, tmp_path)
+    assert not loaded
+    want = index.scores(["docker networking", "提交信息"])
+    [directory] = list((tmp_path / "bm25").iterdir())
+    if damage == "truncated_data":
+        f = _bm25_file(directory, "data.csc")
+        f.write_bytes(f.read_bytes()[:-4])
+    elif damage == "empty_vocab":
+        _bm25_file(directory, "vocab").write_text("")
+    elif damage == "truncated_indptr":
+        f = _bm25_file(directory, "indptr.csc")
+        f.write_bytes(f.read_bytes()[:90])
+    else:
+        _bm25_file(directory, "params").unlink()
+    caplog.set_level(logging.WARNING)
+    logged: list[str] = []
+    rebuilt, loaded = LexicalIndex.build_or_load(DOCS, tmp_path, logged.append)
+    assert not loaded and np.array_equal(rebuilt.scores(["docker networking", "提交信息"]), want)
+    assert len(_damaged_lines(caplog)) == 1 and directory.name in _damaged_lines(caplog)[0]
+    assert logged == [f"building the BM25 index of {len(DOCS)} documents"]
+    caplog.clear()
+    cached, loaded = LexicalIndex.build_or_load(DOCS, tmp_path)
+    assert loaded and np.array_equal(cached.scores(["docker networking", "提交信息"]), want)
+    assert not _damaged_lines(caplog) and [p.name for p in (tmp_path / "bm25").iterdir()] == [directory.name]
+
+
+def test_a_bm25_index_of_another_pool_size_is_not_trusted(tmp_path, caplog):
+    LexicalIndex.build_or_load(DOCS, tmp_path)
+    [directory] = list((tmp_path / "bm25").iterdir())
+    other = tmp_path / "other"
+    LexicalIndex.build_or_load(DOCS[:2], other)
+    [small] = list((other / "bm25").iterdir())
+    for f in directory.iterdir():  # a whole, loadable index, but not of these documents
+        f.write_bytes((small / f.name).read_bytes())
+    caplog.set_level(logging.WARNING)
+    _, loaded = LexicalIndex.build_or_load(DOCS, tmp_path)
+    assert not loaded and len(_damaged_lines(caplog)) == 1

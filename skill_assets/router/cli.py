@@ -18,6 +18,7 @@ import sys
 import time
 from pathlib import Path
 
+from skill_assets.lib.common.cache_files import atomic_output
 from skill_assets.lib.common.encoder_backends import BACKENDS
 from skill_assets.lib.common.jsonl import JsonlError, json_objects
 
@@ -85,12 +86,28 @@ def add_serve_parser(subparsers) -> argparse.ArgumentParser:
     return p
 
 
+def check_port(port: int) -> None:
+    """RouteInputError unless ``port`` is a TCP port free on 127.0.0.1: checked before the pool is indexed,
+    which can take minutes, so a wrong ``--port`` fails at once, in one line."""
+    import socket
+
+    if not 1 <= port <= 65535:
+        raise RouteInputError(f"--port {port} is not a TCP port (1 to 65535)")
+    with socket.socket() as probe:
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError as exc:
+            raise RouteInputError(f"cannot listen on 127.0.0.1:{port}: {exc.strerror or exc}") from None
+
+
 def run_serve(args: argparse.Namespace) -> int:
     """Logs go to stderr: on stdio, stdout carries the protocol."""
     from skill_assets.router.routing import stderr_log
     from skill_assets.router.serve import serve
 
     try:
+        if args.transport == "http":
+            check_port(args.port)
         router, _ = open_router(args)
     except (RouteInputError, FileNotFoundError) as exc:
         print(f"skill-assets serve: error: {exc}", file=sys.stderr)
@@ -196,12 +213,9 @@ def run_route(args: argparse.Namespace) -> int:
         print(_table(routed[0], router.skill_by_id))
         return 0
     out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(out.name + ".tmp")
-    with tmp.open("w", encoding="utf-8") as fh:
+    with atomic_output(out) as tmp, tmp.open("w", encoding="utf-8") as fh:
         for q, r in zip(queries, routed):
             fh.write(json.dumps(r.as_dict(q["id"]), ensure_ascii=False) + "\n")
-    tmp.replace(out)
     stderr_log(f"routed {len(queries)} queries in {elapsed:.1f}s -> {out}")
     return 0
 

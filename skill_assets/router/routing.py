@@ -264,17 +264,23 @@ class Router:
     def score_pairs(self, pairs: list[tuple[str, str]]) -> np.ndarray:
         return self.scorer.score(pairs)
 
-    def signal_scores(self, queries: list[str]) -> dict[str, np.ndarray]:
-        """``{signal: (queries, pool) scores}`` for every indexed signal, each over the whole query."""
+    def signal_scores(self, queries: list[str], checkpoint: Callable[[], None] = lambda: None
+                      ) -> dict[str, np.ndarray]:
+        """``{signal: (queries, pool) scores}`` for every indexed signal, each over the whole query.
+
+        ``checkpoint()`` is called before each signal: a caller whose client has gone raises there (``serve``)."""
         if self._matrix is None:
             raise RuntimeError("call index(skills) before routing")
         out: dict[str, np.ndarray] = {}
         with request_threads(len(queries)):
             if "dense" in self.signals:
+                checkpoint()
                 out["dense"] = self.dense_scores(queries)
             if "bm25" in self.signals:
+                checkpoint()
                 out["bm25"] = self._lexical.scores(queries)
             if "multilingual" in self.signals:
+                checkpoint()
                 out["multilingual"] = self._multilingual.scores(queries)
         return out
 
@@ -299,9 +305,11 @@ class Router:
         return float(self._matrix[self._row_of[a]] @ self._matrix[self._row_of[b]])
 
     def route_requests(self, queries: list[str], top_k: int = 20, rerank_depth: int = 20, use_reranker: bool = True,
-                       cap: int | None = None) -> list[RoutedRequest]:
+                       cap: int | None = None, checkpoint: Callable[[], None] = lambda: None) -> list[RoutedRequest]:
         """The hybrid route: fused ranking (``top_k``) with each signal's score, reranked head where a reranker is
         configured, and ``selected``: the skills to load (1 to ``cap``, default the cut's cap).
+        ``checkpoint()`` is called between stages (each signal, each request's fusion and rerank), so a caller
+        can stop work whose client has gone.
 
         Without a fusion model: ``route``'s bi-encoder ranking, no per-signal scores, and the first skill
         selected (no cut has been learned)."""
@@ -311,7 +319,9 @@ class Router:
         if top_k < 1:
             raise ValueError("top_k must be >= 1")
         out = []
-        for query, cands in zip(queries, self.candidates(queries)):
+        scores = self.signal_scores(queries, checkpoint)
+        for query, cands in zip(queries, self.candidates(queries, scores=scores)):
+            checkpoint()
             fused = self.fusion.score(cands)
             order = np.argsort(-fused, kind="stable")
             ranked = [(self._ids[cands.rows[j]], float(fused[j]), j) for j in order]

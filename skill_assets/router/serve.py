@@ -4,37 +4,122 @@ An agent connects over stdio (the server is its subprocess) or streamable HTTP o
 gets the same fields as a ``skill-assets route`` run line: ``{"id", "ranking": [{"skill_id",
 "score", "signals"}], "selected"}``, plus each ranked skill's name and description so the agent
 can decide without reading the files. The pool is indexed once, before the server accepts a call.
+
+A call's work is bounded: a request longer than ``MAX_QUERY_CHARS`` is refused (an HTTP body over
+``MAX_BODY_BYTES`` never reaches the tool), ``CONCURRENT_CALLS`` calls route at once, and a call
+that has not finished within ``CALL_SECONDS`` (its wait for a turn included) fails. A call whose
+client is gone (the SDK cancels it: a ``notifications/cancelled``, a closed stream or session) stops
+at the routing's next checkpoint, and one still waiting for its turn never starts. Every failure
+reaches the client as a tool error carrying its reason.
 """
 from __future__ import annotations
 
-from typing import Any
+import logging
+import threading
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from skill_assets.router.routing import Router
 
 SERVER_NAME = "skill-assets-router"
 MAX_TOP_K = 50
+#: longest request routed, in characters: a long task statement (about 5 pages) routes in about a second
+#: here; the 4.19 MB the SDK's default body limit let through took 368 s of CPU
+MAX_QUERY_CHARS = 20_000
+#: HTTP request body limit: a MAX_QUERY_CHARS query with every character JSON-escaped (6 bytes), and the envelope
+MAX_BODY_BYTES = 6 * MAX_QUERY_CHARS + 16 * 1024
+#: seconds a call may take, its wait for a turn included
+CALL_SECONDS = 60.0
+#: calls routed at the same time: one routing already uses every core, more would only hold more memory
+CONCURRENT_CALLS = 1
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
-def build_server(router: Router, name: str = SERVER_NAME):
-    """An ``MCPServer`` whose ``route_skills`` tool routes over ``router``'s indexed pool."""
+class CallStopped(Exception):
+    """Raised at a routing checkpoint once the call's client is gone or its time is up."""
+
+
+class CallGate:
+    """Runs each call's routing on a worker thread, ``slots`` at a time, within ``seconds``.
+
+    The SDK cancels a call whose client is gone, but cannot stop a thread; so the work is handed a
+    ``checkpoint`` that raises ``CallStopped`` once the call is over, and routing calls it between
+    its stages. The slots are taken inside the worker thread, so a call that is given up while it
+    runs keeps its slot until it has stopped: abandoned work never piles up beside new work.
+    """
+
+    def __init__(self, slots: int = CONCURRENT_CALLS, seconds: float = CALL_SECONDS) -> None:
+        self._slots = threading.BoundedSemaphore(slots)
+        self.seconds = seconds
+
+    async def run(self, work: Callable[[Callable[[], None]], T]) -> T:
+        import anyio
+        from mcp.server.mcpserver.exceptions import ToolError
+
+        over = threading.Event()
+
+        def checkpoint() -> None:
+            if over.is_set():
+                raise CallStopped
+
+        def in_turn() -> T:
+            with self._slots:
+                checkpoint()  # given up while waiting for its turn: never starts
+                return work(checkpoint)
+
+        try:
+            with anyio.fail_after(self.seconds):
+                return await anyio.to_thread.run_sync(in_turn, abandon_on_cancel=True)
+        except TimeoutError:
+            raise ToolError(f"routing did not finish within {self.seconds:g} s (the wait for a turn included); "
+                            "the call was stopped: try again, or send a shorter request") from None
+        finally:
+            over.set()
+
+
+def check_request(query: str, top_k: int) -> None:
+    """Refuse, with the reason, a request the tool will not route."""
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    if not query.strip():
+        raise ToolError("query is empty: send the user's request as text")
+    if len(query) > MAX_QUERY_CHARS:
+        raise ToolError(f"query is {len(query):,} characters; the limit is {MAX_QUERY_CHARS:,}: send the part "
+                        "that says what is needed")
+    if not 1 <= top_k <= MAX_TOP_K:
+        raise ToolError(f"top_k is {top_k}; it must be between 1 and {MAX_TOP_K}")
+
+
+def build_server(router: Router, name: str = SERVER_NAME, gate: CallGate | None = None):
+    """An ``MCPServer`` whose ``route_skills`` tool routes over ``router``'s indexed pool, each call through ``gate``."""
     from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver.exceptions import ToolError
 
     server = MCPServer(name, instructions="Call route_skills with the user's request to learn which skills to "
                                           "load: 'selected' lists them best first; 'ranking' shows the runners-up.")
     skills = router.skill_by_id
+    gate = gate or CallGate()
 
-    @server.tool()
-    def route_skills(query: str, top_k: int = 10) -> dict[str, Any]:
-        """Rank the skill pool for a request and say which skills to load ('selected', 1 to 3)."""
-        if not query.strip():
-            raise ValueError("query is empty")
-        if not 1 <= top_k <= MAX_TOP_K:
-            raise ValueError(f"top_k must be between 1 and {MAX_TOP_K}")
-        routed = router.route_requests([query], top_k=top_k)[0].as_dict("query")
+    def route_one(query: str, top_k: int, checkpoint: Callable[[], None]) -> dict[str, Any]:
+        routed = router.route_requests([query], top_k=top_k, checkpoint=checkpoint)[0].as_dict("query")
         for entry in routed["ranking"]:
             skill = skills[entry["skill_id"]]
             entry["name"], entry["description"] = skill.name, skill.description
         return routed
+
+    @server.tool()
+    async def route_skills(query: str, top_k: int = 10) -> dict[str, Any]:
+        """Rank the skill pool for a request and say which skills to load ('selected', 1 to 3)."""
+        check_request(query, top_k)
+        try:
+            return await gate.run(lambda checkpoint: route_one(query, top_k, checkpoint))
+        except ToolError:
+            raise
+        except Exception as exc:  # the SDK would send only "Error executing tool"; the client gets the reason
+            log.exception("route_skills failed")
+            raise ToolError(f"routing failed: {type(exc).__name__}: {exc}") from exc
 
     return server
 
@@ -45,4 +130,4 @@ def serve(router: Router, transport: str = "stdio", port: int = 8765) -> None:
     if transport == "stdio":
         server.run("stdio")
     else:
-        server.run("streamable-http", host="127.0.0.1", port=port)
+        server.run("streamable-http", host="127.0.0.1", port=port, max_request_body_size=MAX_BODY_BYTES)

@@ -15,6 +15,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 from mcp import Client  # noqa: E402
 from mcp.client.stdio import StdioServerParameters  # noqa: E402
 
+from skill_assets.router.serve import MAX_QUERY_CHARS  # noqa: E402
+
 REPO = Path(__file__).resolve().parents[2]
 QUERY = "我的 docker compose 里的几个容器互相访问不到"
 
@@ -35,6 +37,11 @@ async def _call(server) -> dict:
         assert [t.name for t in tools.tools] == ["route_skills"]
         result = await client.call_tool("route_skills", {"query": QUERY, "top_k": 3})
         assert not result.is_error, result
+        for bad, reason in (({"query": QUERY, "top_k": 0}, "top_k is 0; it must be between 1 and 50"),
+                            ({"query": " "}, "query is empty"),
+                            ({"query": "x" * (MAX_QUERY_CHARS + 1)}, f"the limit is {MAX_QUERY_CHARS:,}")):
+            refused = await client.call_tool("route_skills", bad)  # the real server says why, not just "Error"
+            assert refused.is_error and reason in refused.content[0].text, refused
         return result.structured_content or json.loads(result.content[0].text)
 
 

@@ -7,14 +7,16 @@ score* and *rank* together with the language pair ``<skill language>2<query lang
 project's direction names), so it can learn that BM25 means nothing across languages and the
 multilingual encoder a lot.
 
-Candidates are the union of each signal's top ``depth``. Features per candidate and signal: the
-score as a z-score over the whole pool for that request, and ``-log2(1 + rank)`` (rank capped at
-``depth + 1``). Two model kinds are fitted on a benchmark's train split and the better on dev kept:
+Candidates are the union of each signal's top ``depth``. Features (``candidates``): per candidate and
+signal the score as a z-score over the whole pool for that request and ``-log2(1 + rank)`` (rank
+capped at ``depth + 1``); per candidate the signals' agreement and its best rank; per request each
+signal's best z and the share of Latin words (a Chinese request that names its tools). Two model
+kinds are fitted on a benchmark's train split and the better on dev kept:
 
-- ``linear``: logistic regression over the features, each with a shared weight plus a per-pair
-  deviation (L2-shrunk toward the shared one, so a pair with few requests borrows from the rest),
-  and a per-pair bias; the weights are the card;
-- ``lambdarank``: LightGBM LambdaRank over the features plus the query's and the skill's language.
+- ``linear``: logistic regression over the features, each with a shared weight plus a cross-language
+  deviation (L2-shrunk toward the shared one), and biases for cross-language, Chinese skill and
+  Chinese request; the weights are the card;
+- ``lambdarank``: LightGBM LambdaRank over the features plus the same three language flags.
 """
 from __future__ import annotations
 
@@ -25,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from skill_assets.lib.common.language import DIRECTIONS
+from skill_assets.lib.common.language import DIRECTIONS, detect_language, script_counts
 
 PAIRS = tuple(DIRECTIONS)  # "<skill language>2<query language>"
 DEFAULT_DEPTH = 50
@@ -42,23 +44,45 @@ class Candidates:
     """One request's candidate skills (pool row indices) with their features and language pairs."""
 
     rows: np.ndarray       # (c,) int: pool rows
-    features: np.ndarray   # (c, 2 * signals) float32: z-score and -log2(1 + rank) per signal
+    features: np.ndarray   # (c, len(feature_names(signals))) float32
     pairs: np.ndarray      # (c,) int: index into PAIRS
     query_zh: bool
     raw: np.ndarray        # (c, signals) float32: each signal's own score, for the output's "signals"
 
 
+#: the feature set fitted models are tied to; a saved model of another set is refused at load
+FEATURE_SET = 3
+AGREEMENT_RANK = 10
+
+
 def feature_names(signals: Sequence[str]) -> list[str]:
-    return [f"{s}:{kind}" for s in signals for kind in ("z", "log_rank")]
+    return ([f"{s}:{kind}" for s in signals for kind in ("z", "log_rank")]
+            + [f"agreement@{AGREEMENT_RANK}", "best_log_rank"] + [f"{s}:top_z" for s in signals]
+            + ["query_latin_share"])
 
 
-def candidates(scores: dict[str, np.ndarray], signals: Sequence[str], query_languages: Sequence[str],
+def latin_share(query: str) -> float:
+    """Latin words among the request's tokens (CJK characters + Latin words): how far a Chinese request carries the
+    product and tool names that BM25 and the English bi-encoder can still match in an English skill."""
+    cjk, latin = script_counts(query)
+    return latin / (cjk + latin) if cjk + latin else 1.0
+
+
+def candidates(scores: dict[str, np.ndarray], signals: Sequence[str], queries: Sequence[str],
                skill_zh: np.ndarray, depth: int = DEFAULT_DEPTH) -> list[Candidates]:
-    """Candidates of every request from full-pool score matrices ``{signal: (requests, pool)}``."""
+    """Candidates of every request from full-pool score matrices ``{signal: (requests, pool)}``.
+
+    Per candidate and signal: the score's z over the whole pool and ``-log2(1 + rank)``; per candidate:
+    how many signals rank it in their top ``AGREEMENT_RANK`` (as a share) and its best log rank; per
+    request: each signal's best z (how sure that signal is of anything) and ``latin_share``. All of
+    them are normalised per request, so they carry across pools and writing styles rather than
+    memorising the pool they were fitted on.
+    """
     n_pool = next(iter(scores.values())).shape[1]
     d = min(depth, n_pool)
     out = []
-    for qi, qlang in enumerate(query_languages):
+    for qi, query in enumerate(queries):
+        qlang = detect_language(query)
         rows_by_signal, ranks = [], []
         for s in signals:
             row = scores[s][qi]
@@ -76,24 +100,44 @@ def candidates(scores: dict[str, np.ndarray], signals: Sequence[str], query_lang
             feats.append((row[rows] - float(row.mean())) / std)
             feats.append(-np.log2(1.0 + rank[rows]))
             raw.append(row[rows])
+        per_signal = np.stack(feats, 1)
+        log_ranks = per_signal[:, 1::2]
+        agreement = (np.exp2(-log_ranks) - 1 <= AGREEMENT_RANK).mean(1, keepdims=True)
+        request = np.concatenate([per_signal[:, 0::2].max(0), [latin_share(query)]])
+        features = np.hstack([per_signal, agreement, log_ranks.max(1, keepdims=True),
+                              np.broadcast_to(request, (len(rows), len(request)))])
         pairs = np.where(skill_zh[rows], PAIRS.index(f"zh2{qlang}"), PAIRS.index(f"en2{qlang}"))
-        out.append(Candidates(rows, np.stack(feats, 1).astype(np.float32), pairs.astype(np.int64), qlang == "zh",
+        out.append(Candidates(rows, features.astype(np.float32), pairs.astype(np.int64), qlang == "zh",
                               np.stack(raw, 1).astype(np.float32)))
     return out
 
 
+#: language pairs where the skill and the request are in different languages
+CROSS_PAIRS = tuple(p for p in PAIRS if p[:2] != p[-2:])
+
+
+def _language_flags(c: Candidates) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(cross-lingual, skill in Chinese, request in Chinese) per candidate, as float columns."""
+    pair = np.asarray(PAIRS)[c.pairs]
+    return tuple(np.asarray(flag, dtype=np.float32)[:, None] for flag in
+                 (np.isin(pair, CROSS_PAIRS), np.char.startswith(pair, "zh"), np.char.endswith(pair, "zh")))
+
+
 def _linear_design(c: Candidates) -> np.ndarray:
-    """Shared features, per-pair copies of them, per-pair bias: one column block per pair."""
-    n, f = c.features.shape
-    onehot = np.zeros((n, len(PAIRS)), dtype=np.float32)
-    onehot[np.arange(n), c.pairs] = 1.0
-    per_pair = (onehot[:, :, None] * c.features[:, None, :]).reshape(n, -1)
-    return np.hstack([c.features, per_pair, onehot])
+    """Shared features, a cross-lingual copy of them, and three language biases.
+
+    Not one block per language pair: leaving one curated writer out (each non-English writer wrote
+    one whole direction) showed per-pair weights and biases inverting the ranking of a pair they had
+    not seen (Hit@1 0.008 where BM25 has 0.22), and a per-pair bias learns the benchmark's direction
+    mix rather than anything true of a new library. Same- versus cross-language carries over.
+    """
+    cross, skill_zh, query_zh = _language_flags(c)
+    return np.hstack([c.features, cross * c.features, cross, skill_zh, query_zh])
 
 
 def _tree_design(c: Candidates) -> np.ndarray:
-    skill_zh = np.isin(c.pairs, [PAIRS.index("zh2en"), PAIRS.index("zh2zh")]).astype(np.float32)
-    return np.hstack([c.features, np.full((len(c.rows), 1), float(c.query_zh), np.float32), skill_zh[:, None]])
+    cross, skill_zh, query_zh = _language_flags(c)
+    return np.hstack([c.features, query_zh, skill_zh, cross])
 
 
 @dataclass
@@ -114,17 +158,21 @@ class FusionModel:
             return _linear_design(c) @ np.asarray(self.coef, dtype=np.float32) + self.intercept
         return np.asarray(self.booster.predict(_tree_design(c), num_threads=1), dtype=np.float32)
 
-    def weights_by_pair(self) -> dict[str, dict[str, float]]:
-        """Linear only: the effective weight of every feature, and the bias, per language pair (for the card)."""
-        names, f = feature_names(self.signals), 2 * len(self.signals)
-        coef = np.asarray(self.coef)
-        return {pair: {**{n: round(float(coef[i] + coef[f + p * f + i]), 4) for i, n in enumerate(names)},
-                       "bias": round(float(coef[f + len(PAIRS) * f + p] + self.intercept), 4)}
-                for p, pair in enumerate(PAIRS)}
+    def weights_by_language(self) -> dict[str, dict[str, float]]:
+        """Linear only: the effective weight of every feature, and the bias, within a language and across languages
+        (for the card; the bias adds ``skill_zh`` / ``query_zh`` terms, listed apart)."""
+        names = feature_names(self.signals)
+        f, coef = len(names), np.asarray(self.coef)
+        return {"same_language": {**{n: round(float(coef[i]), 4) for i, n in enumerate(names)},
+                                  "bias": round(self.intercept, 4)},
+                "cross_language": {**{n: round(float(coef[i] + coef[f + i]), 4) for i, n in enumerate(names)},
+                                   "bias": round(float(coef[2 * f] + self.intercept), 4)},
+                "skill_zh_bias": round(float(coef[2 * f + 1]), 4), "query_zh_bias": round(float(coef[2 * f + 2]), 4)}
 
     def save(self, directory: Path) -> Path:
         directory.mkdir(parents=True, exist_ok=True)
-        body = {"kind": self.kind, "signals": list(self.signals), "depth": self.depth, "params": self.params,
+        body = {"kind": self.kind, "feature_set": FEATURE_SET, "signals": list(self.signals), "depth": self.depth,
+                "params": self.params,
                 "coef": self.coef, "intercept": self.intercept, "card": self.card}
         if self.booster is not None:
             self.booster.save_model(str(directory / BOOSTER_FILE))
@@ -135,6 +183,9 @@ class FusionModel:
     def load(cls, directory: str | Path) -> FusionModel:
         directory = Path(directory)
         body = json.loads((directory / MODEL_FILE).read_text())
+        if body.get("feature_set", 1) != FEATURE_SET:
+            raise ValueError(f"fusion model {directory} was fitted on feature set {body.get('feature_set', 1)}, this "
+                             f"code computes set {FEATURE_SET}: materialize router_fusion again")
         booster = None
         if body["kind"] == "lambdarank":
             import lightgbm

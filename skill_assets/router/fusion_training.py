@@ -103,7 +103,7 @@ def train_fusion(candidates_of: Callable[[list[str]], list[Candidates]], ids: Se
     card = {
         "kind": kind, "params": params, "signals": list(signals), "features": feature_names(signals),
         "language_pairs": "<skill language>2<query language>",
-        "weights_by_pair": model.weights_by_pair() if kind == "linear" else None,
+        "weights_by_language": model.weights_by_language() if kind == "linear" else None,
         "data": {"source": data_source, "train_requests": len(train), "dev_requests": len(dev) if dev is not train else 0,
                  "train_ids_hash": digest("\n".join(sorted(r.id for r in train))),
                  "dev_ids_hash": digest("\n".join(sorted(r.id for r in dev))), "pool_skills": len(ids),

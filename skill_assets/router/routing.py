@@ -21,7 +21,6 @@ import numpy as np
 from skill_assets.lib.common.embedding_cache import model_fingerprint
 from skill_assets.lib.common.encoder_backends import BACKENDS, ScorerChoice, backend_key, choose_encoder, choose_scorer
 from skill_assets.lib.common.hashing import digest
-from skill_assets.lib.common.language import detect_language
 from skill_assets.lib.common.retrieval import rerank
 from skill_assets.lib.common.skill_text import ENCODER_CAPS, QUERY_CHARS, RERANKER_CAPS, skill_document
 from skill_assets.router.chunking import best_piece, chunk_embeddings
@@ -296,7 +295,7 @@ class Router:
         """Every signal's top ``depth`` of each query, with the fusion features (query language detected);
         ``scores`` when the caller already has ``signal_scores(queries)``; ``signals`` default: the fusion's."""
         signals = signals or (self.fusion.signals if self.fusion else self.signals)
-        return candidates(scores or self.signal_scores(queries), signals, [detect_language(q) for q in queries],
+        return candidates(scores or self.signal_scores(queries), signals, queries,
                           self._skill_zh, depth or (self.fusion.depth if self.fusion else DEFAULT_DEPTH))
 
     def similarity(self, a: str, b: str) -> float:

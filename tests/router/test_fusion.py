@@ -9,7 +9,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from skill_assets.router import Router  # noqa: E402
 from skill_assets.router.benchmark_requests import mean_group_metrics  # noqa: E402
-from skill_assets.router.fusion import GRID, PAIRS  # noqa: E402
+from skill_assets.router.fusion import GRID  # noqa: E402
 from skill_assets.router.fusion_training import ranked  # noqa: E402
 from skill_assets.router.registry import bundled_minilm, load_fusion  # noqa: E402
 from skill_assets.router.search import top_k_rows  # noqa: E402
@@ -26,10 +26,12 @@ def test_fusion_is_fitted_on_train_chosen_on_dev_and_never_reads_test(toy):
     assert len(card["grid"]) == len(GRID)
     assert card["data"]["train_requests"] == sum(r.split == "train" for r in requests)
     assert card["data"]["dev_requests"] == sum(r.split == "dev" for r in requests)
-    assert card["features"] == [f"{s}:{k}" for s in SIGNALS for k in ("z", "log_rank")]
+    assert card["features"][:2 * len(SIGNALS)] == [f"{s}:{k}" for s in SIGNALS for k in ("z", "log_rank")]
+    assert card["features"][-1] == "query_latin_share"
     assert {"hit@1", "ndcg@10", "selected_set_f1"} <= set(card["dev"])
     if card["kind"] == "linear":
-        assert set(card["weights_by_pair"]) == set(PAIRS)
+        assert set(card["weights_by_language"]) == {"same_language", "cross_language", "skill_zh_bias",
+                                                    "query_zh_bias"}
 
 
 def test_fusion_crosses_languages_where_bm25_cannot(toy):

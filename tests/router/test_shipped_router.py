@@ -22,7 +22,7 @@ def test_the_card_matches_the_model_file():
     assert list(card["params"].values()) == list(model.params.values())  # the grid's names for the fit's values
     assert set(model.signals) == {"bm25", "dense", "multilingual"}  # what every install has
     if model.kind == "linear":
-        assert model.weights_by_pair() == card["weights_by_pair"]
+        assert model.weights_by_language() == card["weights_by_language"]
     curated = read_requests(CURATED_REQUESTS)
     styles = [r for r in read_requests(STYLES_REQUESTS) if r.split == "dev"] if STYLES_REQUESTS.is_file() else []
     data = card["data"]

@@ -82,7 +82,7 @@ def count_tables(requests: Sequence[CuratedRequest]) -> dict[str, str]:
     k_table = _table(["k (skills needed)", "requests", "with a copy group"],
                      [[k, _share(ks[k], total), copies[k]] for k in sorted(ks)])
     styles = Counter(r.style for r in requests)
-    style_table = _table(["style", "requests"], [[s, _share(styles[s], total)] for s in STYLES])
+    style_table = _table(["style", "requests"], [[s, _share(styles[s], total)] for s in STYLES if styles[s]])
     return {"directions": directions, "k": k_table, "styles": style_table}
 
 

@@ -49,9 +49,12 @@ def test_curated_layout_materializes_with_groups_directions_and_intervals(tmp_pa
     assert queries["k"].to_list() == [1, 2, 1, 1]
     runs = store.read_table(db, "external_runs")
     systems = set(runs["system"])
-    # the pipeline's systems, plus the router's signals and their RRF pairs (no fusion model in this store)
-    assert {"bm25", "embedder:base", "signal:bm25", "signal:multilingual", "rrf:bm25+multilingual"} <= systems
-    assert all(s in ("bm25", "embedder:base") or s.startswith(("signal:", "rrf:")) for s in systems), systems
+    # the pipeline's systems, the router's signals and their RRF pairs (no fusion model in this store), and the
+    # router a user of this store gets (the shipped one)
+    assert {"bm25", "embedder:base", "signal:bm25", "signal:multilingual", "rrf:bm25+multilingual",
+            "router:default"} <= systems
+    assert all(s in ("bm25", "embedder:base", "router:default") or s.startswith(("signal:", "rrf:"))
+               for s in systems), systems
     assert runs["skill_id"].n_unique() == 10  # the whole pool
     metrics = store.read_table(db, "external_metrics")
     assert set(metrics["slice"]) == {"all", "k=1", "k=2", "direction=en2en", "direction=en2zh", "direction=zh2zh"}

@@ -31,8 +31,8 @@ GOOD_SKILLS = [{"id": "a", "text": "alpha | does a | body of a"}, {"id": "b", "t
 
 def test_demo_layouts_load_the_same_pool_and_ground_truth():
     specs = load_benchmark_specs(DEMO_CONFIG)
-    assert set(specs) == {"demo-r3", "demo-skillret", "demo-skill-md"}
-    loaded = {name: load_benchmark(spec) for name, spec in specs.items()}
+    assert set(specs) == {"demo-r3", "demo-skillret", "demo-skill-md", "demo-handwritten"}
+    loaded = {name: load_benchmark(spec) for name, spec in specs.items() if name != "demo-handwritten"}
     assert {b.layout for b in loaded.values()} == {"r3", "skillret", "skill_md"}
     pools = [sorted(b.skills, key=lambda s: s.id) for b in loaded.values()]
     assert len(pools[0]) == 8 and pools[0] == pools[1] == pools[2]
@@ -125,3 +125,11 @@ def test_config_resolves_paths_and_rejects_bad_entries(tmp_path):
     (tmp_path / "bad2.yaml").write_text("'has space': {path: a}\n")
     with pytest.raises(BenchmarkFormatError, match="must be letters"):
         load_benchmark_specs(tmp_path / "bad2.yaml")
+
+
+def test_the_hand_written_demo_benchmark_reads_the_demo_skills_under_their_pipeline_ids():
+    bench = load_benchmark(load_benchmark_specs(DEMO_CONFIG)["demo-handwritten"])
+    ids = {s.id for s in bench.skills}
+    assert bench.layout == "curated" and len(bench.queries) >= 60
+    assert all(sid.startswith("demo/") for sid in ids) and not any(q.unknown_skill_ids for q in bench.queries)
+    assert all(set(q.skill_ids) <= ids for q in bench.queries)

@@ -36,9 +36,23 @@ def _live_descendants(root: int) -> list[str]:
     found, todo = [], list(children.get(root, []))
     while todo:
         pid = todo.pop()
-        found.append(f"{pid} {names[pid]}")
         todo += children.get(pid, [])
+        if not _interpreter_helper(pid):
+            found.append(f"{pid} {names[pid]}")
     return found
+
+
+#: helpers the interpreter and its libraries keep for the life of the process (multiprocessing's resource tracker and
+#: fork server, joblib/loky's reusable workers): they end with pytest itself, no test started them
+_HELPERS = (b"multiprocessing.resource_tracker", b"multiprocessing.forkserver", b"loky", b"joblib")
+
+
+def _interpreter_helper(pid: int) -> bool:
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return True  # gone already
+    return any(h in cmdline for h in _HELPERS)
 
 
 def pytest_sessionfinish(session, exitstatus) -> None:

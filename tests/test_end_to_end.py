@@ -33,7 +33,7 @@ def demo_store(tmp_path_factory) -> Path:
     env.pop("SKILL_ASSETS_LLM_BASE_URL", None)
     env.pop("SKILL_ASSETS_SOURCES", None)
     proc = subprocess.run([sys.executable, "-m", "skill_assets.cli", "materialize", "--config", str(work / "run.yaml")],
-                          env=env, capture_output=True, text=True, timeout=1500)
+                          env=env, capture_output=True, text=True, timeout=3000)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
     return work / "store.duckdb"
 

@@ -20,7 +20,7 @@ from skill_assets.lib.corpus.sources import SourceSpec
 from skill_assets.router.cli import main as route_main
 from skill_assets.router.pools import EMPTY_DESCRIPTION, PoolError, load_pool
 
-pytestmark = pytest.mark.timeout(60)
+pytestmark = pytest.mark.timeout(600)
 
 
 def reasons(load, root: Path) -> dict[str, str]:

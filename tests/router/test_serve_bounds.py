@@ -18,7 +18,7 @@ from skill_assets.router.cli import main as cli_main
 from skill_assets.router.routing import RankedSkill, RoutedRequest
 from skill_assets.router.serve import MAX_QUERY_CHARS, MAX_TOP_K, CallGate, build_server
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = pytest.mark.timeout(600)
 
 
 class Skill:

@@ -28,7 +28,7 @@ from skill_assets.lib.corpus.corpus_store import (
 from skill_assets.lib.corpus.dedup import DedupConfig
 from skill_assets.lib.corpus.sources import SourceSpec
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = pytest.mark.timeout(600)
 
 
 @pytest.fixture

@@ -33,7 +33,7 @@ from skill_assets.lib.corpus.ingest import UNCOUNTED_REASONS, ingest_sources
 from skill_assets.lib.corpus.sources import SourceSpec
 from skill_assets.lib.corpus.workspace import PREFIX, ingest_workdir
 
-pytestmark = pytest.mark.timeout(60)
+pytestmark = pytest.mark.timeout(600)
 LIMITS = ArchiveLimits(max_member_bytes=100_000, max_total_bytes=400_000, max_ratio=10, ratio_floor_bytes=1_000_000)
 
 

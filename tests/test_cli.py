@@ -85,6 +85,12 @@ def test_sql_refuses_connection_changing_functions_instead_of_aborting(sql, db, 
     assert not (tmp_path / "logs").exists()
 
 
+def test_sql_with_non_ascii_text_before_a_statement_runs(db, tmp_path, capsys):
+    """DuckDB's tokenizer counts bytes: a "…" comment or a Chinese literal once shifted every later offset."""
+    rc, out, err = run_sql_text(tmp_path, "-- which system… 哪个系统\nSELECT '路由' AS label, a AS system FROM t", capsys)
+    assert rc == 0 and "路由" in out and not err
+
+
 def test_sql_runs_queries(db, tmp_path, capsys):
     rc, out, err = run_sql_text(tmp_path, "SELECT 41 AS x; SELECT a + 1 AS answer FROM t", capsys)
     assert rc == 0 and "answer" in out and "2" in out and not err

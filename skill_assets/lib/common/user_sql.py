@@ -45,9 +45,16 @@ def _one_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
+def _tokens(text: str) -> list[tuple[int, object]]:
+    """``duckdb.tokenize`` with character offsets: DuckDB counts UTF-8 bytes, so a comment holding "…" or a
+    Chinese literal would shift every later offset (and run past the end of the string)."""
+    raw = text.encode("utf-8")
+    return [(len(raw[:start].decode("utf-8", errors="ignore")), kind) for start, kind in duckdb.tokenize(text)]
+
+
 def _explained(statement: str) -> str:
     """The statement an ``EXPLAIN [(options)] [ANALYZE]`` statement explains."""
-    tokens = duckdb.tokenize(statement)
+    tokens = _tokens(statement)
     i = 1
     if i < len(tokens) and statement[tokens[i][0]] == "(":
         while i < len(tokens) and statement[tokens[i][0]] != ")":
@@ -63,7 +70,7 @@ def _refusal(statement: duckdb.Statement) -> str | None:
     if statement.type not in ALLOWED:
         return statement.type.name
     query = statement.query
-    tokens = duckdb.tokenize(query)
+    tokens = _tokens(query)
     for (start, kind), (after, _) in zip(tokens, tokens[1:]):
         name = _NAME.match(query, start)
         function = name.group().strip('"').lower() if name else ""

@@ -32,11 +32,11 @@ from pathlib import Path
 import polars as pl
 
 from skill_assets.lib.common import store
+from skill_assets.lib.common.frontmatter import SkillParseError, parse_skill_markdown
+from skill_assets.lib.common.sources import SourceSpec
 from skill_assets.lib.corpus.corpus_store import dedup_in_store, ingest_into_store
 from skill_assets.lib.corpus.dedup import DedupConfig, deduplicate, near_duplicate_pairs
-from skill_assets.lib.corpus.frontmatter import SkillParseError, parse_skill_markdown
 from skill_assets.lib.corpus.minhash import shingle_hashes_batch
-from skill_assets.lib.corpus.sources import SourceSpec
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "github-skills" / "repos"
 NEAR_KINDS = ("front_matter", "sentences", "reorder")

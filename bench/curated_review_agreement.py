@@ -31,8 +31,7 @@ from skill_assets.definitions import defs
 from skill_assets.defs.resources import DuckDBStore, default_resources
 from skill_assets.lib.common import store as store_lib
 from skill_assets.lib.common.tables import frame
-from skill_assets.lib.corpus.frontmatter import SkillParseError
-from skill_assets.lib.corpus.ingest import iter_skill_files, read_skill_file
+from skill_assets.lib.retrieval.pools import load_pool
 from skill_assets.lib.review.agreement import kappa, latest_items
 from skill_assets.lib.review.copy_groups import unify_copy_groups
 from skill_assets.lib.review.items import bm25_candidates, next_round_items, skill_set_items
@@ -43,16 +42,10 @@ SOURCE = "external:curated"
 WRITER, REVIEWER = "writer", "reviewer"  # the two raters are the two roles; names go in the comment
 
 
-def load_pool(root: Path) -> dict[str, dict]:
-    pool = {}
-    for path in iter_skill_files(root):
-        try:
-            row = read_skill_file(path, root, 1_000_000)
-        except SkillParseError:
-            continue
-        sid = str(path.parent.relative_to(root))
-        pool[sid] = {"skill_id": sid, "name": row["name"], "description": row["description"], "body": row["body"]}
-    return pool
+def pool_rows(root: Path) -> dict[str, dict]:
+    """The pool's parseable skills by id (skill folder relative to ``root``), as the router reads a pool."""
+    return {s.id: {"skill_id": s.id, "name": s.name, "description": s.description, "body": s.body}
+            for s in load_pool(root).skills}
 
 
 def annotation(n: int, person: str, role: str, result: list[dict], stamp: str) -> dict:
@@ -150,7 +143,7 @@ def main() -> None:
     work = args.workdir or Path(tempfile.mkdtemp(prefix="curated-review-"))
     db = work / "store.duckdb"
     rows = [json.loads(line) for line in args.review_raw.read_text(encoding="utf-8").splitlines() if line.strip()]
-    pool = load_pool(args.pool)
+    pool = pool_rows(args.pool)
 
     queries, mine, members = [], {}, {}
     for r in rows:

@@ -28,15 +28,17 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from results_doc import write_section  # noqa: E402
 
-from skill_assets.router.benchmark_requests import Request, group_metrics, read_requests  # noqa: E402
-from skill_assets.router.fusion import fit  # noqa: E402
-from skill_assets.router.fusion_training import labels  # noqa: E402
-from skill_assets.router.pools import load_pool  # noqa: E402
-from skill_assets.router.registry import bundled_minilm  # noqa: E402
+from skill_assets.lib.common.bundled_models import bundled_minilm  # noqa: E402
+from skill_assets.lib.evaluation.curated_benchmark import load_requests  # noqa: E402
+from skill_assets.lib.retrieval.defaults import shipped_router  # noqa: E402
+from skill_assets.lib.retrieval.fusion import fit  # noqa: E402
+from skill_assets.lib.retrieval.fusion_training import labels  # noqa: E402
+from skill_assets.lib.retrieval.pools import load_pool  # noqa: E402
+from skill_assets.lib.retrieval.ranking import top_k_rankings  # noqa: E402
+from skill_assets.lib.retrieval.requests import Request, group_metrics  # noqa: E402
+from skill_assets.lib.retrieval.systems import run_systems  # noqa: E402
 from skill_assets.router.routing import Router, stderr_log  # noqa: E402
-from skill_assets.router.search import top_k_rows  # noqa: E402
-from skill_assets.router.shipped_router import CURATED_REQUESTS, STYLES_REQUESTS, shipped_router  # noqa: E402
-from skill_assets.router.systems import rrf  # noqa: E402
+from skill_assets.router.shipped_router import CURATED_REQUESTS, STYLES_REQUESTS  # noqa: E402
 
 CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus" / "github-skills" / "repos"
 MIN_FOLD = 15
@@ -49,20 +51,14 @@ def scored(rankings: list[list[str]], requests: list[Request]) -> dict[str, floa
 
 
 def systems_on(router: Router, model, requests: list[Request]) -> dict[str, dict[str, float]]:
-    """BM25, each RRF pair and the fusion ``model`` on ``requests`` (one scoring of the pool per signal)."""
-    queries = [r.query for r in requests]
-    scores = router.signal_scores(queries)
-    lists = {s: top_k_rows(scores[s], router.ids, 50) for s in scores}
-    out = {"bm25": scored([[sid for sid, _ in r] for r in lists["bm25"]], requests)}
-    for a, b in (("bm25", "dense"), ("bm25", "multilingual"), ("dense", "multilingual")):
-        out[f"rrf:{a}+{b}"] = scored([[sid for sid, _ in rrf([x, y], 50)] for x, y in zip(lists[a], lists[b])],
-                                     requests)
-    fused = []
-    for c in router.candidates(queries, scores=scores, signals=model.signals):
-        s = model.score(c)
-        fused.append([router.ids[c.rows[j]] for j in np.argsort(-s, kind="stable")[:50]])
-    out["fusion"] = scored(fused, requests)
-    return out
+    """BM25, each RRF pair and the fusion ``model`` on ``requests``, from the one system runner."""
+    shipped, router.fusion = router.fusion, model
+    try:
+        runs = run_systems(router, [r.query for r in requests], "base", top_k=50)
+    finally:
+        router.fusion = shipped
+    return {name: scored([[sid for sid, _ in r] for r in run.rankings], requests) for name, run in runs.items()
+            if name in ("bm25", "fusion") or name.startswith("rrf:")}
 
 
 def verdict(systems: dict[str, dict[str, float]]) -> dict[str, bool]:
@@ -101,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     router = Router(bundled_minilm(), cache_dir=args.cache_dir, signals=shipped.signals, fusion=shipped,
                     log=stderr_log)
     router.index(skills)
-    curated = read_requests(CURATED_REQUESTS)
+    curated = load_requests(CURATED_REQUESTS)
     fitting = [r for r in curated if r.split in ("train", "dev")]
     cands = router.candidates([r.query for r in fitting], signals=shipped.signals)
     y = labels(cands, fitting, router.ids)
@@ -113,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
         systems = systems_on(router, model, [fitting[i] for i in held])
         fold_rows[name] = {"n": len(held), "systems": systems, "passes": verdict(systems)}
         stderr_log(f"{name} (n={len(held)}): " + json.dumps(systems))
-    styles = [r for r in read_requests(STYLES_REQUESTS) if r.split == "dev"] if STYLES_REQUESTS.is_file() else []
+    styles = [r for r in load_requests(STYLES_REQUESTS) if r.split == "dev"] if STYLES_REQUESTS.is_file() else []
     out = {"pool": len(skills), "kind": card["kind"], "params": card["params"], "folds": fold_rows,
            "all_folds_pass": all(all(f["passes"].values()) for f in fold_rows.values()),
            "styles_dev": systems_on(router, shipped, styles) if styles else None}
@@ -125,14 +121,14 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             user = Router.from_store(db_path=db, cache_dir=args.cache_dir, log=stderr_log)
             user.index(skills)
-            routed = user.route_requests([r.query for r in test], top_k=50)
+            routed = user.route([r.query for r in test], top_k=50)
             rankings = [[x.skill_id for x in one.ranking] for one in routed]
             per = group_metrics(rankings, test)
             by_dir = {d: round(float(np.nanmean(per["hit@1"][[r.direction == d for r in test]])), 4)
                       for d in ("en2en", "en2zh", "zh2en", "zh2zh")}
             out["test"][label] = {**scored(rankings, test), "hit@1_by_direction": by_dir,
                                   "bm25_hit@1_by_direction": {d: round(float(np.nanmean(group_metrics(
-                                      [[sid for sid, _ in r] for r in top_k_rows(
+                                      [[sid for sid, _ in r] for r in top_k_rankings(
                                           user.signal_scores([q.query for q in test if q.direction == d])["bm25"],
                                           user.ids, 50)], [q for q in test if q.direction == d])["hit@1"])), 4)
                                       for d in by_dir}}

@@ -37,9 +37,9 @@ from skill_assets.lib.common.embedding_cache import (
 )
 from skill_assets.lib.common.encoder_backends import BACKENDS, backend_key, choose_encoder
 from skill_assets.lib.common.skill_text import ENCODER_CAPS, skill_document
+from skill_assets.lib.common.sources import SourceSpec
 from skill_assets.lib.corpus.corpus_store import dedup_in_store, ingest_into_store
 from skill_assets.lib.corpus.dedup import DedupConfig
-from skill_assets.lib.corpus.sources import SourceSpec
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "github-skills" / "repos"
 

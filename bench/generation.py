@@ -25,11 +25,10 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "tests"))
 
 import openai  # noqa: E402
-from fault_server import FaultServer, decision_text, prompt_hash, synthetic_items  # noqa: E402
 
+from skill_assets.lib.generation.fault_server import FaultServer, decision_text, prompt_hash, synthetic_items  # noqa: E402
 from skill_assets.lib.generation.llm_client import (  # noqa: E402
     GenerationLimits,
     LLMResponse,
@@ -85,7 +84,7 @@ def kill_and_resume(n: int = 400, concurrency: int = 8, kill_after: int = 150) -
         items = synthetic_items(n)
         key_of = {prompt_hash(it.messages): request_key(it.template_version, it.model, PARAMS, it.messages)
                   for it in items}
-        proc = subprocess.Popen([sys.executable, str(REPO / "tests" / "fault_server.py"), "generate", "--db", str(db),
+        proc = subprocess.Popen([sys.executable, "-m", "skill_assets.lib.generation.fault_server", "generate", "--db", str(db),
                                  "--url", fs.url, "--n", str(n), "--concurrency", str(concurrency)], cwd=REPO,
                                 stdout=subprocess.DEVNULL)
         deadline = time.monotonic() + 120

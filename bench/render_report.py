@@ -66,7 +66,7 @@ def synthetic_report(workdir: Path) -> Path:
     from skill_assets.defs.resources import DuckDBStore, default_resources
     from skill_assets.lib.common.store import replace_table
     from skill_assets.lib.common.tables import frame
-    from skill_assets.lib.evaluation.systems import metric_rows, query_slices
+    from skill_assets.lib.evaluation.metric_tables import metric_rows, query_slices
 
     rng = np.random.default_rng(0)
     skills = [f"s{i}" for i in range(300)]

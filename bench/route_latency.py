@@ -27,15 +27,17 @@ import numpy as np
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+from skill_assets.lib.common import model_registry as registry  # noqa: E402
+from skill_assets.lib.common.bundled_models import bundled_minilm  # noqa: E402
 from skill_assets.lib.common.encoder_backends import BACKENDS  # noqa: E402
+from skill_assets.lib.common.frontmatter import SkillParseError, parse_skill_markdown  # noqa: E402
 from skill_assets.lib.common.metrics import per_query_metrics  # noqa: E402
-from skill_assets.lib.corpus.frontmatter import SkillParseError, parse_skill_markdown  # noqa: E402
-from skill_assets.router.pools import Skill  # noqa: E402
-from skill_assets.router.registry import bundled_minilm, load_fusion, registered_fusion, registered_model  # noqa: E402
+from skill_assets.lib.retrieval.fusion_training import load_router_model  # noqa: E402
+from skill_assets.lib.retrieval.pools import Skill  # noqa: E402
+from skill_assets.lib.retrieval.signals import SIGNALS  # noqa: E402
 from skill_assets.router.routing import Router, stderr_log  # noqa: E402
-from skill_assets.router.signals import SIGNALS  # noqa: E402
 
-CORPUS = Path("/work/shared/corpus/github-skills/repos")
+CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "github-skills" / "repos"
 
 
 def corpus_skills(root: Path) -> tuple[list[Skill], int]:
@@ -126,14 +128,14 @@ def main(argv: list[str] | None = None) -> int:
                f"in {time.perf_counter() - t0:.1f}s")
 
     embedder = args.embedder or bundled_minilm()
-    reranker = args.reranker or registered_model(None, "reranker") or bundled_minilm()
+    reranker = args.reranker or registry.newest_path(None, registry.RERANKER) or bundled_minilm()
     stderr_log(f"reranker: {reranker}")
-    fusion_dir = args.fusion or registered_fusion(None)
+    fusion_dir = args.fusion or registry.newest_path(None, registry.FUSION)
     if not fusion_dir:
         print("no fusion model: pass --fusion DIR (bench/router_curated.py --model-dir) or set SKILL_ASSETS_DB to a "
               "store with router_fusion", file=sys.stderr)
         return 2
-    fusion, cut = load_fusion(fusion_dir)
+    fusion, cut = load_router_model(fusion_dir)
     settings = dict(reranker_path=reranker, cache_dir=args.cache_dir, num_threads=args.threads,
                     reranker_max_length=args.rerank_max_length, reranker_backend=args.reranker_backend,
                     embedder_backend=args.embedder_backend, signals=SIGNALS, fusion=fusion, selection=cut)
@@ -144,14 +146,14 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     queries = sample_queries(pool, args.queries, args.seed)
-    hybrid = latencies_ms(lambda q: router.route_requests([q], top_k=20, use_reranker=False), queries)
+    hybrid = latencies_ms(lambda q: router.route([q], top_k=20, use_reranker=False), queries)
     stderr_log(f"hybrid (3 signals + fusion + selection): p50 {np.percentile(hybrid, 50):.1f} ms, "
                f"p95 {np.percentile(hybrid, 95):.1f} ms")
     t = time.perf_counter()
     restarted = Router(embedder, **settings)
     second = restarted.index(pool)
     second_index_s = time.perf_counter() - t
-    restarted.route_requests([queries[0]], top_k=20, use_reranker=False)
+    restarted.route([queries[0]], top_k=20, use_reranker=False)
     second_start_s = time.perf_counter() - t
     stderr_log(f"second start: every index loaded in {second_index_s:.1f}s ({second.encoded} encoded), "
                f"first request answered at {second_start_s:.1f}s")
@@ -185,8 +187,8 @@ def main(argv: list[str] | None = None) -> int:
         "rerank_p95_ms": round(float(np.percentile(rr, 95)), 2),
         "metrics_s": round(metrics_s, 3),
         "index_encoded": stats.encoded, "index_cached": stats.cached, "queries": len(queries),
-        "rerank_max_length": args.rerank_max_length, "reranker": reranker, "reranker_backend": router.scorer.backend,
-        "reranker_gate_spearman": router.scorer.probe_spearman,
+        "rerank_max_length": args.rerank_max_length, "reranker": reranker, "reranker_backend": router.reranker.scorer.backend,
+        "reranker_gate_spearman": router.reranker.scorer.probe_spearman,
         "torch_threads": torch.get_num_threads(), "loadavg_1m": round(os.getloadavg()[0], 2),
     }))
     return 0

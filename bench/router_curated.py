@@ -28,16 +28,17 @@ import numpy as np
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from skill_assets.lib.evaluation.significance import paired_bootstrap  # noqa: E402
-from skill_assets.lib.evaluation.systems import SystemRun  # noqa: E402
-from skill_assets.router.benchmark_requests import Request, group_metrics, read_requests  # noqa: E402
-from skill_assets.router.fusion_training import save_router_model, train_fusion  # noqa: E402
-from skill_assets.router.pools import load_pool  # noqa: E402
-from skill_assets.router.registry import bundled_minilm, registered_model  # noqa: E402
+from skill_assets.lib.common import model_registry as registry  # noqa: E402
+from skill_assets.lib.common.bundled_models import bundled_minilm
+from skill_assets.lib.common.significance import paired_bootstrap  # noqa: E402
+from skill_assets.lib.evaluation.curated_benchmark import load_requests  # noqa: E402
+from skill_assets.lib.retrieval.fusion_training import save_router_model, train_fusion  # noqa: E402
+from skill_assets.lib.retrieval.pools import load_pool  # noqa: E402
+from skill_assets.lib.retrieval.requests import Request, group_metrics  # noqa: E402
+from skill_assets.lib.retrieval.selection import set_scores  # noqa: E402
+from skill_assets.lib.retrieval.signals import SIGNALS  # noqa: E402
+from skill_assets.lib.retrieval.systems import SystemRun, run_systems  # noqa: E402
 from skill_assets.router.routing import Router, stderr_log  # noqa: E402
-from skill_assets.router.selection import set_scores  # noqa: E402
-from skill_assets.router.signals import SIGNALS  # noqa: E402
-from skill_assets.router.systems import router_runs  # noqa: E402
 
 CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus" / "github-skills" / "repos"
 HEADLINE = ("hit@1", "ndcg@10", "fc@10", "set_compat")
@@ -96,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
 
     t0 = time.perf_counter()
-    requests = read_requests(args.requests)
+    requests = load_requests(args.requests)
     skills, rejected = load_pool(args.corpus)
     pool_ids = {s.id for s in skills}
     missing = sorted({sid for r in requests for g in r.groups for sid in g} - pool_ids)
@@ -104,8 +105,8 @@ def main(argv: list[str] | None = None) -> int:
     stderr_log(f"pool {len(skills)} skills ({len(rejected)} rejected); {len(requests)} requests; "
                f"{len(missing)} ground-truth ids not in the pool; requests with a group wholly missing: "
                f"{sum(1 for r in requests if any(not set(g) & pool_ids for g in r.groups))}")
-    embedder = args.embedder or registered_model(None, "embedder") or bundled_minilm()
-    reranker = args.reranker or registered_model(None, "reranker")
+    embedder = args.embedder or registry.newest_path(None, registry.EMBEDDER) or bundled_minilm()
+    reranker = args.reranker or registry.newest_path(None, registry.RERANKER)
     router = Router(embedder, reranker_path=reranker, cache_dir=args.cache_dir, signals=SIGNALS,
                     num_threads=args.threads, log=stderr_log)
     stats = router.index(skills)
@@ -122,34 +123,33 @@ def main(argv: list[str] | None = None) -> int:
         print(f"no {args.split} requests", file=sys.stderr)
         return 2
     queries = [r.query for r in evaluated]
-    rr = []
-    if reranker:
-        rr = [("r3", "reranker", router.score_pairs)]
-    runs = router_runs(router, queries, top_k=50, rerankers=rr)
+    rr = [("r3", router.reranker)] if router.reranker else []
+    runs = run_systems(router, queries, "base" if embedder == bundled_minilm() else "r3",
+                       top_k=50, rerankers=rr)
     for signals in ([] if args.no_ablation else [tuple(s for s in SIGNALS if s != drop) for drop in SIGNALS]):
         sub = fit_fusion(router, requests, signals, args.requests)
         ranked = []
         for c in router.candidates(queries, signals=signals):
-            s = sub.model.score(c)
-            ranked.append([(router.ids[c.rows[j]], float(s[j])) for j in np.argsort(-s, kind="stable")[:50]])
+            order, s = sub.model.rank(c)
+            ranked.append([(router.ids[c.rows[j]], float(s[j])) for j in order[:50]])
         name = "fusion-" + "-".join(x for x in SIGNALS if x not in signals)
         runs[name] = SystemRun(ranked, f"fusion over {'+'.join(signals)} (ablation)")
     per_query = {name: group_metrics([[sid for sid, _ in r] for r in run.rankings], evaluated)
                  for name, run in runs.items()}
     systems = {name: summarise(pq, evaluated) for name, pq in per_query.items()}
-    base = per_query["signal:bm25"]
+    base = per_query["bm25"]
     significance = {name: {m: dict(zip(("delta", "p"), map(lambda v: round(v, 4), paired_bootstrap(pq[m], base[m]))))
-                           for m in HEADLINE} for name, pq in per_query.items() if name != "signal:bm25"}
+                           for m in HEADLINE} for name, pq in per_query.items() if name != "bm25"}
     fused_ids = [[sid for sid, _ in r] for r in runs["fusion"].rankings]
     fused_scores = [np.array([s for _, s in r]) for r in runs["fusion"].rankings]
     selection = selection_report(router, fused_ids, fused_scores, evaluated)
     fusion_all = systems["fusion"]["all"]
-    others = {n: s["all"] for n, s in systems.items() if n.startswith(("signal:", "rrf:"))}
+    others = {n: s["all"] for n, s in systems.items() if n in ("bm25", "multilingual") or n.startswith(("embedder:", "rrf:"))}
     targets = {
         "fusion_ge_every_signal_and_pair": {m: all(fusion_all[m] is not None and (o[m] is None or fusion_all[m] >= o[m])
                                                    for o in others.values()) for m in HEADLINE},
         "crosslingual_hit@1": {d: systems["fusion"].get(d, {}).get("hit@1") for d in ("en2zh", "zh2en")},
-        "within_language_hit@1_minus_bm25": {d: round(systems["fusion"][d]["hit@1"] - systems["signal:bm25"][d]["hit@1"],
+        "within_language_hit@1_minus_bm25": {d: round(systems["fusion"][d]["hit@1"] - systems["bm25"][d]["hit@1"],
                                                       4) for d in ("en2en", "zh2zh") if d in systems["fusion"]},
         "selected_f1_minus_best_fixed_k": {
             key: round(selection["selected"][key]["f1"] - max(selection[f"fixed_k{k}"][key]["f1"] for k in (1, 2, 3)), 4)

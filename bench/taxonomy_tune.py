@@ -14,7 +14,6 @@ import itertools
 import json
 import time
 
-import numpy as np
 from sklearn.linear_model import LogisticRegression
 
 from skill_assets.lib.taxonomy.classify import classify_rationales
@@ -35,7 +34,7 @@ def _line(name: str, scores: dict, **extra) -> None:
 
 
 def _use_candidate(train, dev) -> None:
-    from skill_assets.router.multilingual_index import MultilingualEncoder
+    from skill_assets.lib.retrieval.multilingual import MultilingualEncoder
 
     encoder = MultilingualEncoder(threads=2)
     started = time.perf_counter()

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 
+from skill_assets.lib.common.store import resolve_db
 from skill_assets.router.cli import add_route_parser, add_serve_parser
 
 
@@ -18,7 +18,7 @@ def run_sql(path: str) -> int:
     """Print the result of a SQL file run read-only (sandboxed) against the store; 2 if refused, 1 if it fails."""
     from skill_assets.lib.common.user_sql import UserSqlError, checked_statements, run_statements
 
-    db = os.environ.get("SKILL_ASSETS_DB", "data/skill_assets.duckdb")
+    db = str(resolve_db())
     try:
         sql = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
@@ -67,8 +67,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.command in ("route", "serve"):
         return args.func(args)
     if args.command == "build-default-router":
+        from skill_assets.lib.retrieval.defaults import SHIPPED_DIR
         from skill_assets.router.routing import stderr_log
-        from skill_assets.router.shipped_router import SHIPPED_DIR, build_shipped_router
+        from skill_assets.router.shipped_router import build_shipped_router
 
         fitted = build_shipped_router(args.pool, Path(args.out) if args.out else SHIPPED_DIR, args.cache_dir,
                                       args.first, stderr_log)

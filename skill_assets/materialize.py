@@ -21,9 +21,11 @@ from pathlib import Path
 
 import yaml
 
+from skill_assets.lib.common.model_registry import DEFAULT_VARIANT
 from skill_assets.lib.common.processes import process_token, token_alive
+from skill_assets.lib.common.store import resolve_db
 
-DEFAULT_PARTITION = "r3"
+DEFAULT_PARTITION = DEFAULT_VARIANT
 PROCESS_TAG = "skill_assets/process"
 HOST_TAG = "skill_assets/host"
 SELECTION_HELP = ("use Dagster's asset selection syntax, e.g. --select 'key:skills+' (skills and everything "
@@ -182,7 +184,7 @@ def materialize(selection: list[str] | None, config_path: str | None, partitions
 
     from skill_assets.definitions import defs
 
-    db = os.environ.get("SKILL_ASSETS_DB", "data/skill_assets.duckdb")
+    db = str(resolve_db())
     _dagster_home(db)
     try:
         config = (yaml.safe_load(Path(config_path).read_text()) or {}) if config_path else {}

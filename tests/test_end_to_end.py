@@ -78,7 +78,7 @@ def test_benchmark_invariants(demo_store):
                              JOIN skill_pools p ON p.skill_id = u.s WHERE q.split = 'test' AND p.pool <> 'test'""") == 0
         assert count(con, "SELECT count(*) FROM benchmark_queries WHERE split = 'train'") > 0
         systems = {r[0] for r in con.execute("SELECT DISTINCT system FROM benchmark_metrics").fetchall()}
-        assert {"bm25", "embedder:base", "embedder:r3", "reranker:r3", "signal:bm25", "signal:multilingual",
+        assert {"bm25", "embedder:base", "embedder:r3", "reranker:r3", "multilingual",
                 "rrf:bm25+multilingual", "fusion", "fusion+reranker:r3"} <= systems
         values = [r[0] for r in con.execute("SELECT value FROM benchmark_metrics WHERE metric <> 'set_compat'").fetchall()]
         assert all(0.0 <= v <= 1.0 for v in values)
@@ -117,8 +117,8 @@ def test_sql_files_run_against_the_store(demo_store):
 def test_the_demo_leaves_the_shipped_router_and_says_why(demo_store):
     """The demo fits its fusion and reranker on a handful of generated requests: both stay in the store, neither
     becomes the router a user gets, and the route log says why in one line each."""
+    from skill_assets.lib.retrieval.defaults import shipped_router
     from skill_assets.router import Router
-    from skill_assets.router.shipped_router import shipped_router
 
     with duckdb.connect(str(demo_store), read_only=True) as con:
         adopted, reason, rr_adopted, rr_reason = con.execute(
@@ -136,5 +136,5 @@ def test_the_hand_written_demo_benchmark_ranks_every_system_with_the_default_rou
         rows = con.execute("""SELECT system, n_queries, ci_low, ci_high FROM external_metrics
                               WHERE benchmark = 'demo-handwritten' AND slice = 'all' AND metric = 'ndcg@10'""").fetchall()
     systems = {r[0]: r for r in rows}
-    assert {"router:default", "fusion", "signal:bm25", "embedder:base"} <= set(systems)
+    assert {"router:default", "fusion", "embedder:base"} <= set(systems)
     assert all(n >= 60 and lo <= hi for _, n, lo, hi in rows)

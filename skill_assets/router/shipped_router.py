@@ -1,4 +1,6 @@
-"""The router a fresh install uses: a fusion and a selection cut fitted on the curated benchmark, shipped in the package.
+"""How the router a fresh install uses is built: a fusion and selection cut fitted on the curated benchmark.
+
+The fitted folder ships as package data (``lib/retrieval/shipped/``, read by ``lib.retrieval.defaults``).
 
 Without it a user with no store (or the demo's store) would get whatever the store last fitted: the
 demo fits its fusion on a handful of generated requests, and that model ranks real requests almost
@@ -19,16 +21,18 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from skill_assets.lib.common.bundled_models import bundled_minilm
 from skill_assets.lib.common.hashing import digest
-from skill_assets.router.benchmark_requests import Request, read_requests
-from skill_assets.router.fusion import DEFAULT_DEPTH, FusionModel
-from skill_assets.router.fusion_training import FusionFit, save_router_model, train_fusion
-from skill_assets.router.registry import bundled_minilm, load_fusion
-from skill_assets.router.selection import SelectionCut
-from skill_assets.router.signals import SIGNALS
+from skill_assets.lib.evaluation.curated_benchmark import load_requests
+from skill_assets.lib.retrieval.defaults import SHIPPED_DIR
+from skill_assets.lib.retrieval.engine import Engine
+from skill_assets.lib.retrieval.fusion import DEFAULT_DEPTH
+from skill_assets.lib.retrieval.fusion_training import FusionFit, save_router_model, train_fusion
+from skill_assets.lib.retrieval.pools import load_pool
+from skill_assets.lib.retrieval.requests import Request
+from skill_assets.lib.retrieval.signals import SIGNALS
 
 PACKAGE = Path(__file__).resolve().parent.parent
-SHIPPED_DIR = Path(__file__).resolve().parent / "shipped"
 CURATED_REQUESTS = PACKAGE / "benchmarks" / "curated" / "requests.jsonl"
 STYLES_REQUESTS = PACKAGE / "benchmarks" / "styles" / "requests.jsonl"
 #: what the card says the dense signal is: the bundled wheel's model, by name (never a machine path)
@@ -37,16 +41,11 @@ SHIPPED_NAME = "shipped"
 REBUILD = "skill-assets build-default-router --pool ../shared/corpus/github-skills/repos"
 
 
-def shipped_router() -> tuple[FusionModel, SelectionCut | None]:
-    """The shipped fusion model and its selection cut."""
-    return load_fusion(SHIPPED_DIR)
-
-
 def fitting_requests(curated: Path = CURATED_REQUESTS, styles: Path = STYLES_REQUESTS
                      ) -> tuple[list[Request], dict[str, int]]:
     """Curated train + dev and the styles dev set, never a test request; and how many dev requests each gave."""
-    requests = [r for r in read_requests(curated) if r.split in ("train", "dev")]
-    extra = [r for r in read_requests(styles) if r.split == "dev"] if styles.is_file() else []
+    requests = [r for r in load_requests(curated) if r.split in ("train", "dev")]
+    extra = [r for r in load_requests(styles) if r.split == "dev"] if styles.is_file() else []
     return requests + extra, {"curated": sum(r.split == "dev" for r in requests), "styles": len(extra)}
 
 
@@ -57,9 +56,6 @@ def build_shipped_router(pool: str | Path, out_dir: Path = SHIPPED_DIR, cache_di
     ``first``: fit over the first ``first`` skills of the pool (in its load order) plus every ground-truth
     skill of the fitting requests, where indexing the whole corpus does not fit the time at hand; the card
     says which pool it saw."""
-    from skill_assets.router.pools import load_pool
-    from skill_assets.router.routing import Router
-
     skills, rejected = load_pool(pool)
     requests, dev_by_source = fitting_requests()
     pool_note = f"the shared GitHub skill corpus ({len(skills)} parseable skills)"
@@ -69,7 +65,7 @@ def build_shipped_router(pool: str | Path, out_dir: Path = SHIPPED_DIR, cache_di
         pool_note = (f"the first {first} skills of the shared GitHub skill corpus in load order plus every "
                      f"ground-truth skill of the fitting requests ({len(skills)} skills)")
     log(f"pool: {len(skills)} skills ({len(rejected)} rejected)")
-    router = Router(bundled_minilm(), cache_dir=cache_dir, signals=SIGNALS, log=log)
+    router = Engine(bundled_minilm(), cache_dir=cache_dir, signals=SIGNALS, log=log)
     router.index(skills)
     fitted = train_fusion(lambda queries: router.candidates(queries, signals=SIGNALS), router.ids, requests, SIGNALS,
                           router.similarity, DEFAULT_DEPTH, "curated train; dev: curated dev + styles dev", log=log)

@@ -16,13 +16,13 @@ from skill_assets.lib.evaluation.curated_benchmark import (
     CURATED_DIR,
     load_rejections,
     load_requests,
-    require_in_pool,
     split_skills,
 )
 from skill_assets.lib.evaluation.curated_card import count_tables
 from skill_assets.lib.generation.query_audit import AuditWindow, audit_queries
+from skill_assets.lib.retrieval.pools import load_pool
+from skill_assets.lib.retrieval.requests import require_in_pool
 from skill_assets.lib.taxonomy.rules import TAXONOMY_CLASSES
-from skill_assets.router.pools import load_pool
 
 REQUESTS = load_requests()
 REJECTIONS = load_rejections()

@@ -7,11 +7,11 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from bilingual_pool import write_pool, write_requests  # noqa: E402
 
+from skill_assets.lib.common.bundled_models import bundled_minilm  # noqa: E402
+from skill_assets.lib.evaluation.curated_benchmark import load_requests  # noqa: E402
+from skill_assets.lib.retrieval.fusion_training import save_router_model, train_fusion  # noqa: E402
+from skill_assets.lib.retrieval.signals import SIGNALS  # noqa: E402
 from skill_assets.router import Router, load_pool  # noqa: E402
-from skill_assets.router.benchmark_requests import read_requests  # noqa: E402
-from skill_assets.router.fusion_training import save_router_model, train_fusion  # noqa: E402
-from skill_assets.router.registry import bundled_minilm  # noqa: E402
-from skill_assets.router.signals import SIGNALS  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -23,7 +23,7 @@ def toy(tmp_path_factory):
     assert not rejected
     router = Router(bundled_minilm(), cache_dir=root / "cache", signals=SIGNALS)
     router.index(skills)
-    requests = read_requests(write_requests(root / "requests.jsonl"))
+    requests = load_requests(write_requests(root / "requests.jsonl"))
     seen: list[str] = []
 
     def candidates_of(queries):

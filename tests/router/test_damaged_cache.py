@@ -13,8 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from skill_assets.router.index_cache import EmbeddingStore, embed_documents
-from skill_assets.router.lexical_index import LexicalIndex
+from skill_assets.lib.retrieval.document_cache import EmbeddingStore, embed_documents
+from skill_assets.lib.retrieval.lexical import LexicalIndex
 
 DOCS = ["docker compose networking between containers", "extract tables from pdf files",
         "helm charts deploy a release", "生成规范的提交信息", "rewrite git history interactively"]

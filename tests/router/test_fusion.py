@@ -7,14 +7,17 @@ import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+from skill_assets.lib.common.bundled_models import bundled_minilm
+from skill_assets.lib.retrieval.fusion import GRID  # noqa: E402
+from skill_assets.lib.retrieval.fusion_training import (
+    load_router_model,  # noqa: E402
+    ranked,  # noqa: E402
+)
+from skill_assets.lib.retrieval.ranking import top_k_rankings  # noqa: E402
+from skill_assets.lib.retrieval.requests import mean_group_metrics  # noqa: E402
+from skill_assets.lib.retrieval.selection import FEATURES, SelectionCut, fit_cut, set_scores  # noqa: E402
+from skill_assets.lib.retrieval.signals import SIGNALS  # noqa: E402
 from skill_assets.router import Router  # noqa: E402
-from skill_assets.router.benchmark_requests import mean_group_metrics  # noqa: E402
-from skill_assets.router.fusion import GRID  # noqa: E402
-from skill_assets.router.fusion_training import ranked  # noqa: E402
-from skill_assets.router.registry import bundled_minilm, load_fusion  # noqa: E402
-from skill_assets.router.search import top_k_rows  # noqa: E402
-from skill_assets.router.selection import FEATURES, SelectionCut, fit_cut, set_scores  # noqa: E402
-from skill_assets.router.signals import SIGNALS  # noqa: E402
 
 
 def test_fusion_is_fitted_on_train_chosen_on_dev_and_never_reads_test(toy):
@@ -39,7 +42,7 @@ def test_fusion_crosses_languages_where_bm25_cannot(toy):
     cross = [r for r in requests if r.split != "test" and r.direction in ("en2zh", "zh2en")]
     queries = [r.query for r in cross]
     fused = mean_group_metrics(ranked(fitted.model, router.candidates(queries), router.ids)[0], cross)
-    bm25 = mean_group_metrics([[s for s, _ in r] for r in top_k_rows(router.signal_scores(queries)["bm25"],
+    bm25 = mean_group_metrics([[s for s, _ in r] for r in top_k_rankings(router.signal_scores(queries)["bm25"],
                                                                           router.ids, 10)], cross)
     assert fused["hit@1"] >= 0.8
     assert fused["hit@1"] > bm25["hit@1"]
@@ -47,18 +50,18 @@ def test_fusion_crosses_languages_where_bm25_cannot(toy):
 
 def test_saved_model_loads_back_and_routes_with_signals_and_selection(toy):
     router, requests, fitted, _, folder, root = toy
-    model, cut = load_fusion(folder)
+    model, cut = load_router_model(folder)
     assert cut == fitted.cut
     c = router.candidates([requests[0].query])[0]
     np.testing.assert_allclose(model.score(c), fitted.model.score(c), rtol=1e-5, atol=1e-6)
     hybrid = Router(bundled_minilm(), cache_dir=root / "cache", fusion=model, selection=cut)
     hybrid.index(router.skills)
-    (routed,) = hybrid.route_requests(["帮我写一封应聘数据分析师岗位的求职信"], top_k=5)
+    (routed,) = hybrid.route(["帮我写一封应聘数据分析师岗位的求职信"], top_k=5)
     line = routed.as_dict("q1")
     assert set(line) == {"id", "ranking", "selected"} and len(line["ranking"]) == 5
     assert set(line["ranking"][0]["signals"]) == {*SIGNALS, "fused"}
     assert 1 <= len(routed.selected) <= cut.cap and routed.selected[0] == routed.ranking[0].skill_id
-    assert hybrid.route(["帮我写一封应聘数据分析师岗位的求职信"], top_k=5)[0] == [
+    assert hybrid.route(["帮我写一封应聘数据分析师岗位的求职信"], top_k=5)[0].pairs == [
         (r.skill_id, r.score) for r in routed.ranking]
 
 

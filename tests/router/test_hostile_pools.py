@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 from hostile_inputs import CASES, MAX_BYTES, add_folder_hazards, build_tree, good, permission_denied, write
 
+from skill_assets.lib.common.sources import SourceSpec
 from skill_assets.lib.corpus.ingest import ingest_sources
-from skill_assets.lib.corpus.sources import SourceSpec
+from skill_assets.lib.retrieval.pools import EMPTY_DESCRIPTION, PoolError, load_pool
 from skill_assets.router.cli import main as route_main
-from skill_assets.router.pools import EMPTY_DESCRIPTION, PoolError, load_pool
 
 pytestmark = pytest.mark.timeout(600)
 

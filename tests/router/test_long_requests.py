@@ -9,10 +9,10 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from bilingual_pool import write_pool  # noqa: E402
 
+from skill_assets.lib.common.bundled_models import bundled_minilm  # noqa: E402
+from skill_assets.lib.retrieval.chunking import best_piece, chunk_embeddings, text_chunks  # noqa: E402
+from skill_assets.lib.retrieval.signals import SIGNALS  # noqa: E402
 from skill_assets.router import Router, load_pool  # noqa: E402
-from skill_assets.router.chunking import best_piece, chunk_embeddings, text_chunks  # noqa: E402
-from skill_assets.router.registry import bundled_minilm  # noqa: E402
-from skill_assets.router.signals import SIGNALS  # noqa: E402
 
 #: about 3,000 characters of project context that names no skill's topic
 PREAMBLE = " ".join(
@@ -65,8 +65,8 @@ def test_every_signal_finds_the_skill_named_at_the_end_of_a_long_request(router)
 def test_the_bi_encoder_would_lose_it_if_the_request_were_cut_at_its_window(router):
     """The point of chunking: the same request truncated to the encoder's window has no docker in it."""
     long_request = PREAMBLE + "\n\n" + TAIL
-    truncated = router._encode([long_request])[0] @ router._matrix.T   # sentence-transformers cuts at 256 tokens
-    chunked = router.dense_scores([long_request])[0]
+    truncated = router.dense.encode([long_request])[0] @ router.dense.matrix.T   # sentence-transformers cuts at 256 tokens
+    chunked = router.dense.scores([long_request])[0]
     row = router.ids.index("devops/docker-compose-networking")
     assert router.ids[int(np.argmax(truncated))] != "devops/docker-compose-networking"
     assert chunked[row] > truncated[row] + 0.1

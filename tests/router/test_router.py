@@ -11,9 +11,10 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from bilingual_pool import SKILLS as BILINGUAL_SKILLS  # noqa: E402
 
+from skill_assets.lib.common.bundled_models import bundled_minilm
+from skill_assets.lib.retrieval.defaults import default_parts  # noqa: E402
 from skill_assets.router import Router, load_pool  # noqa: E402
 from skill_assets.router.cli import main as route_main  # noqa: E402
-from skill_assets.router.registry import bundled_minilm, default_parts  # noqa: E402
 
 DOCKER_QUERY = "my docker compose containers cannot reach each other"
 
@@ -68,7 +69,7 @@ def test_load_pool_dir_ids_and_rejections(pool_dir):
 
 
 def test_docker_query_routes_to_docker_skill(router):
-    (ranking,) = router.route([DOCKER_QUERY], top_k=5)
+    (ranking,) = [r.pairs for r in router.route([DOCKER_QUERY], top_k=5)]
     assert ranking[0][0] == "devops/docker-compose-networking"
     assert len(ranking) == 5
     scores = [s for _, s in ranking]
@@ -77,8 +78,8 @@ def test_docker_query_routes_to_docker_skill(router):
 
 def test_batched_route_matches_single_queries(router):
     queries = [DOCKER_QUERY, "squash my last three commits", "slow postgres query needs an index"]
-    batched = router.route(queries, top_k=3)
-    singles = [router.route([q], top_k=3)[0] for q in queries]
+    batched = [r.pairs for r in router.route(queries, top_k=3)]
+    singles = [router.route([q], top_k=3)[0].pairs for q in queries]
     assert [[sid for sid, _ in r] for r in batched] == [[sid for sid, _ in r] for r in singles]
     assert [r[0][0] for r in batched] == ["devops/docker-compose-networking", "vcs/git-interactive-rebase",
                                           "db/postgres-index-tuning"]
@@ -100,7 +101,7 @@ def test_jsonl_pool_is_equivalent(tmp_path, pool_dir, router, minilm, cache_dir)
     jr = Router(minilm, cache_dir=cache_dir)
     stats = jr.index(skills)
     assert stats.encoded == 0  # same documents, same model: all from the cache
-    got, want = jr.route([DOCKER_QUERY], top_k=6)[0], router.route([DOCKER_QUERY], top_k=6)[0]
+    got, want = jr.route([DOCKER_QUERY], top_k=6)[0].pairs, router.route([DOCKER_QUERY], top_k=6)[0].pairs
     assert [s for s, _ in got] == [s for s, _ in want]
     assert np.allclose([v for _, v in got], [v for _, v in want], atol=1e-6)
 
@@ -123,24 +124,24 @@ def test_second_index_is_a_cache_hit(minilm, pool_dir, tmp_path, monkeypatch):
 
     second = Router(minilm, cache_dir=tmp_path / "cache")
     calls = []
-    second._embedder = first.embedder  # share the loaded model, but count every encode
-    orig = first.embedder.encode
-    second._embedder.encode = lambda texts, **kw: (calls.append(len(texts)), orig(texts, **kw))[1]
+    second.dense._model = first.dense.model  # share the loaded model, but count every encode
+    orig = first.dense.model.encode
+    second.dense.model.encode = lambda texts, **kw: (calls.append(len(texts)), orig(texts, **kw))[1]
     s2 = second.index(skills)
     assert (s2.encoded, s2.cached) == (0, len(skills)) and calls == [] and second.encode_calls == 0
-    assert np.array_equal(second._matrix, first._matrix)
+    assert np.array_equal(second.dense.matrix, first.dense.matrix)
     # one new skill: only it is encoded
     extra = load_pool(pool_dir).skills + [type(skills[0])("new/kubernetes", "k8s", "Debug pods", "kubectl logs")]
     s3 = second.index(extra)
     assert (s3.encoded, s3.cached) == (1, len(skills)) and calls == [1]
-    del second._embedder.encode
+    del second.dense.model.encode
 
 
 def test_reranker_reorders_the_head(minilm, pool_dir, tmp_path):
     r = Router(minilm, reranker_path=minilm, cache_dir=tmp_path / "cache")  # base MiniLM as a cross-encoder
     r.index(load_pool(pool_dir).skills)
-    (ranking,) = r.route([DOCKER_QUERY], top_k=4, rerank_depth=3)
-    dense = r.route([DOCKER_QUERY], top_k=4, use_reranker=False)[0]
+    (ranking,) = [x.pairs for x in r.route([DOCKER_QUERY], top_k=4, rerank_depth=3)]
+    dense = r.route([DOCKER_QUERY], top_k=4, use_reranker=False)[0].pairs
     assert len(ranking) == 4
     assert {s for s, _ in ranking[:3]} == {s for s, _ in dense[:3]}  # the head is a permutation of the dense head
     assert ranking[3][0] == dense[3][0]
@@ -155,15 +156,16 @@ def test_reranker_backend_is_chosen_once_and_reported(minilm, pool_dir, tmp_path
     fast = Router(minilm, reranker_path=minilm, cache_dir=tmp_path / "cache", log=logs.append)
     fast.index(skills)
     fast.route([DOCKER_QUERY], top_k=3)
-    assert fast.scorer.backend in ("torch-bf16", "onnx-int8", "torch") and fast.scorer.reason
+    assert fast.reranker.scorer.backend in ("torch-bf16", "onnx-int8", "torch") and fast.reranker.scorer.reason
     assert any(line.startswith("reranker backend:") for line in logs)
     assert (tmp_path / "cache" / "onnx").is_dir()  # export and verdict live beside the index cache
     exact = Router(minilm, reranker_path=minilm, cache_dir=tmp_path / "cache", reranker_backend="torch")
     exact.index(skills)
-    exact._reranker = fast.reranker  # the same (randomly headed) cross-encoder
-    pairs = [(DOCKER_QUERY, d) for d in list(exact._rerank_texts().values())[:4]]
-    assert exact.scorer.backend == "torch"
-    assert np.array_equal(exact.score_pairs(pairs), np.asarray(fast.reranker.predict(pairs), dtype=np.float64))
+    exact.reranker._model = fast.reranker.model  # the same (randomly headed) cross-encoder
+    pairs = [(DOCKER_QUERY, d) for d in list(exact.reranker_texts.values())[:4]]
+    assert exact.reranker.scorer.backend == "torch"
+    assert np.array_equal(exact.reranker.score_pairs(pairs),
+                          np.asarray(fast.reranker.model.predict(pairs), dtype=np.float64))
 
 
 def test_from_store_routes_with_the_shipped_router_on_no_store_and_on_a_store_without_an_adopted_fusion(tmp_path,
@@ -171,7 +173,7 @@ def test_from_store_routes_with_the_shipped_router_on_no_store_and_on_a_store_wi
     import polars as pl
 
     from skill_assets.lib.common import store
-    from skill_assets.router.shipped_router import shipped_router
+    from skill_assets.lib.retrieval.defaults import shipped_router
 
     db = tmp_path / "store.duckdb"
     shipped, _ = shipped_router()
@@ -259,9 +261,9 @@ def _fusion_row(db, path, adopted: bool, reason: str, reranker=None, reranker_ad
 
 
 def test_a_store_fusion_fitted_on_too_few_requests_is_refused_and_route_says_why(tmp_path):
-    from skill_assets.router.adoption import judge
-    from skill_assets.router.fusion import FusionModel
-    from skill_assets.router.shipped_router import SHIPPED_DIR
+    from skill_assets.lib.retrieval.adoption import judge
+    from skill_assets.lib.retrieval.defaults import SHIPPED_DIR
+    from skill_assets.lib.retrieval.fusion import FusionModel
 
     db, fusion, rr = tmp_path / "store.duckdb", tmp_path / "models" / "fusion", tmp_path / "models" / "reranker"
     FusionModel("linear", ("bm25",), coef=[1.0]).save(fusion)
@@ -283,8 +285,8 @@ def test_a_store_fusion_fitted_on_too_few_requests_is_refused_and_route_says_why
 def test_a_store_fusion_and_reranker_that_pass_the_rule_are_taken(tmp_path):
     import numpy as np
 
-    from skill_assets.router.adoption import judge
-    from skill_assets.router.fusion import FusionModel
+    from skill_assets.lib.retrieval.adoption import judge
+    from skill_assets.lib.retrieval.fusion import FusionModel
 
     db, fusion, rr = tmp_path / "store.duckdb", tmp_path / "models" / "fusion", tmp_path / "models" / "reranker"
     FusionModel("linear", ("bm25",), coef=[1.0]).save(fusion)
@@ -310,9 +312,9 @@ def test_pool_documents_are_embedded_by_the_gated_backend_and_it_keys_the_cache(
     (line,) = [m for m in said if m.startswith("document encoder: ")]
     assert "bf16 gate on" in line  # chosen or refused, the gate says what it measured
     exact = Router(minilm, cache_dir=tmp_path / "cache", embedder_backend="torch")
-    assert exact.fingerprint != fast.fingerprint  # fp32 and bf16 vectors never share cache entries
+    assert exact.dense.fingerprint != fast.dense.fingerprint  # fp32 and bf16 vectors never share cache entries
     assert exact.index(skills).encoded == len(skills)
-    assert np.min(np.sum(exact._matrix * fast._matrix, axis=1)) > 0.999
+    assert np.min(np.sum(exact.dense.matrix * fast.dense.matrix, axis=1)) > 0.999
     with pytest.raises(ValueError, match="unknown embedder backend"):
         Router(minilm, embedder_backend="fp8")
     with pytest.raises(ValueError, match="unknown reranker backend"):

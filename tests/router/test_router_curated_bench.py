@@ -8,7 +8,7 @@ from pathlib import Path
 
 from bilingual_pool import REQUESTS, write_pool, write_requests
 
-from skill_assets.router.registry import bundled_minilm
+from skill_assets.lib.common.bundled_models import bundled_minilm
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -27,7 +27,7 @@ def test_router_bench_prints_every_system_and_the_selection_figures(tmp_path):
     assert figures["split"] == "test" and figures["requests"] == n_test and figures["reranker"] is None
     assert figures["fusion"]["data"]["test_requests_read"] == 0
     systems = set(figures["systems"])
-    assert {"signal:bm25", "signal:dense", "signal:multilingual", "rrf:bm25+dense", "rrf:bm25+multilingual",
+    assert {"bm25", "multilingual", "embedder:base", "rrf:bm25+dense", "rrf:bm25+multilingual",
             "rrf:dense+multilingual", "fusion", "fusion-bm25", "fusion-dense", "fusion-multilingual"} == systems
     assert figures["systems"]["fusion"]["all"]["n"] == n_test
     selection = figures["selection"]

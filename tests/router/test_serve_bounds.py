@@ -13,9 +13,9 @@ import anyio
 import pytest
 from mcp import Client
 
+from skill_assets.lib.retrieval.engine import RankedSkill, RoutedRequest
 from skill_assets.router import serve as serve_module
 from skill_assets.router.cli import main as cli_main
-from skill_assets.router.routing import RankedSkill, RoutedRequest
 from skill_assets.router.serve import MAX_QUERY_CHARS, MAX_TOP_K, CallGate, build_server
 
 pytestmark = pytest.mark.timeout(600)
@@ -26,7 +26,7 @@ class Skill:
 
 
 class HeldRouter:
-    """Routes in stages (as ``Router.route_requests`` does, a checkpoint before each); stage 1 waits for ``go``."""
+    """Routes in stages (as ``Router.route`` does, a checkpoint before each); stage 1 waits for ``go``."""
 
     skill_by_id = {"s": Skill()}
 
@@ -34,7 +34,7 @@ class HeldRouter:
         self.started, self.go, self.stopped = threading.Event(), threading.Event(), threading.Event()
         self.stages_run = 0
 
-    def route_requests(self, queries, top_k, checkpoint):
+    def route(self, queries, top_k, checkpoint):
         try:
             for stage in range(3):
                 checkpoint()
@@ -49,7 +49,7 @@ class HeldRouter:
 
 
 class FailingRouter(HeldRouter):
-    def route_requests(self, queries, top_k, checkpoint):
+    def route(self, queries, top_k, checkpoint):
         raise ValueError("index is corrupt")
 
 

@@ -4,11 +4,12 @@ import os
 
 from bilingual_pool import SKILLS
 
+from skill_assets.lib.evaluation.curated_benchmark import load_requests
+from skill_assets.lib.retrieval.defaults import SHIPPED_DIR, shipped_router
+from skill_assets.lib.retrieval.fusion import FusionModel
+from skill_assets.lib.retrieval.fusion_training import SELECTION_FILE
 from skill_assets.router import Router, Skill
-from skill_assets.router.benchmark_requests import read_requests
-from skill_assets.router.fusion import FusionModel
-from skill_assets.router.registry import SELECTION_FILE
-from skill_assets.router.shipped_router import CURATED_REQUESTS, SHIPPED_DIR, STYLES_REQUESTS, shipped_router
+from skill_assets.router.shipped_router import CURATED_REQUESTS, STYLES_REQUESTS
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -23,8 +24,8 @@ def test_the_card_matches_the_model_file():
     assert set(model.signals) == {"bm25", "dense", "multilingual"}  # what every install has
     if model.kind == "linear":
         assert model.weights_by_language() == card["weights_by_language"]
-    curated = read_requests(CURATED_REQUESTS)
-    styles = [r for r in read_requests(STYLES_REQUESTS) if r.split == "dev"] if STYLES_REQUESTS.is_file() else []
+    curated = load_requests(CURATED_REQUESTS)
+    styles = [r for r in load_requests(STYLES_REQUESTS) if r.split == "dev"] if STYLES_REQUESTS.is_file() else []
     data = card["data"]
     assert data["train_requests"] == sum(r.split == "train" for r in curated)
     assert data["dev_by_source"]["curated"] == sum(r.split == "dev" for r in curated)
@@ -39,7 +40,7 @@ def test_the_shipped_router_loads_and_routes_a_toy_pool_with_no_store(tmp_path):
     router = Router.from_store(db_path=tmp_path / "missing.duckdb", cache_dir=tmp_path / "cache")
     assert isinstance(router.fusion, FusionModel) and router.reranker_path is None
     router.index([Skill(sid, *fields) for sid, fields in SKILLS.items()])
-    (en, zh) = router.route_requests(["my docker compose services cannot reach each other by name",
+    (en, zh) = router.route(["my docker compose services cannot reach each other by name",
                                       "帮我写一封应聘数据分析师岗位的求职信"], top_k=3)
     assert en.ranking[0].skill_id == "devops/docker-compose-networking"
     assert set(en.ranking[0].signals) == {"bm25", "dense", "multilingual", "fused"}

@@ -10,8 +10,11 @@ import polars as pl
 
 from skill_assets.defs.metadata import table_metadata
 from skill_assets.defs.resources import DUCKDB_WRITER_TAG, DuckDBStore, ModelSettings
+from skill_assets.lib.common import model_registry as registry
 from skill_assets.lib.common.provenance import code_version, release_version
+from skill_assets.lib.common.skill_groups import singleton_groups
 from skill_assets.lib.common.tables import frame
+from skill_assets.lib.evaluation.metric_tables import metric_rows, query_slices, run_rows
 from skill_assets.lib.evaluation.report import (
     DIRECTIONS,
     ablation_table,
@@ -26,6 +29,7 @@ from skill_assets.lib.evaluation.report import (
     metrics_table,
     mteb_results,
     recall_curve_plot,
+    signal_ablation_table,
     slice_sizes,
     taxonomy_plot,
     taxonomy_summary,
@@ -33,10 +37,13 @@ from skill_assets.lib.evaluation.report import (
     training_data_table,
     with_note,
 )
-from skill_assets.lib.evaluation.skill_groups import singleton_groups
-from skill_assets.lib.evaluation.systems import SystemRun, metric_rows, query_slices, run_rows, run_systems
-from skill_assets.router.systems import ablation_table as router_ablation_table
-from skill_assets.router.systems import store_router_runs
+from skill_assets.lib.retrieval.engine import Engine
+from skill_assets.lib.retrieval.fusion_training import load_router_model
+from skill_assets.lib.retrieval.pools import Skill
+from skill_assets.lib.retrieval.reranking import Reranker
+from skill_assets.lib.retrieval.signals import SIGNALS
+from skill_assets.lib.retrieval.systems import SystemRun, run_systems
+from skill_assets.router.routing import Router
 
 GROUP = "evaluation"
 
@@ -44,45 +51,45 @@ GROUP = "evaluation"
 class SystemSettings(dg.Config):
     top_k: int = 50
     rerank_depth: int = 20
-    first_stage_variant: str = "r3"
+    first_stage_variant: str = registry.DEFAULT_VARIANT
 
 
 class RetrievalSettings(SystemSettings):
     splits: list[str] = ["test"]
 
 
-def model_registry(store: DuckDBStore, models: ModelSettings) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
-    """(embedders, rerankers) as ``(variant, path)``: the base embedder, then every trained variant in the store."""
-    def rows(table: str) -> list[tuple[str, str]]:
-        return ([(r["variant"], r["path"]) for r in store.query(f"SELECT variant, path FROM {table} ORDER BY variant")
-                 .to_dicts()] if store.exists(table) else [])
-
-    return [("base", models.embedder), *rows("embedder")], rows("reranker")
-
-
 def model_cards(store: DuckDBStore) -> dict[str, dict]:
     """``skill_assets_card.json`` of every registered model, by system name (``embedder:r3``)."""
     cards = {}
-    for kind in ("embedder", "reranker"):
-        rows = store.query(f"SELECT variant, path FROM {kind} ORDER BY variant").rows() if store.exists(kind) else []
-        for variant, path in rows:
-            card = Path(path) / "skill_assets_card.json"
+    for kind in (registry.EMBEDDER, registry.RERANKER):
+        for row in registry.listed(store.path, kind):
+            card = Path(row["path"]) / "skill_assets_card.json"
             if card.is_file():
-                cards[f"{kind}:{variant}"] = json.loads(card.read_text())
+                cards[f"{kind}:{row['variant']}"] = json.loads(card.read_text())
     return cards
 
 
 def evaluate_systems(skills: list[dict], queries: list[str], store: DuckDBStore, models: ModelSettings,
                      config: SystemSettings) -> dict[str, SystemRun]:
-    """Every system of the store's registries on one pool and query set (``lib.evaluation.run_systems``)."""
-    from sentence_transformers import CrossEncoder
-
-    embedders, rerankers = model_registry(store, models)
-    runs = run_systems(skills, queries, embedders, rerankers, models.load_embedder, CrossEncoder,
-                       models.query_prompt, config.top_k, config.rerank_depth, config.first_stage_variant)
-    dense = dict(embedders).get(config.first_stage_variant, models.embedder)
-    return {**runs, **store_router_runs(skills, queries, store.path, dense, rerankers, models.query_prompt,
-                                        config.top_k, config.rerank_depth)}
+    """Every system of the store's registry on one pool and query set (``lib.retrieval.systems.run_systems``):
+    the base and each registered bi-encoder, each reranker, the store's newest fusion, and the user's default."""
+    embedders = dict([("base", models.embedder)] + [(r["variant"], r["path"])
+                                                    for r in registry.listed(store.path, registry.EMBEDDER)])
+    first = config.first_stage_variant if config.first_stage_variant in embedders else "base"
+    fusion_dir = registry.newest_path(store.path, registry.FUSION)
+    fusion, cut = load_router_model(fusion_dir) if fusion_dir else (None, None)
+    cache = store.artifacts_dir / "index_cache"
+    pool = [Skill(s["skill_id"], s["name"], s["description"], s["body"]) for s in skills]
+    engine = Engine(embedders[first], cache_dir=cache, query_prompt=models.query_prompt, signals=SIGNALS,
+                    fusion=fusion, selection=cut)
+    engine.index(pool)
+    # the evaluation scores each cross-encoder as it is (fp32), never a faster copy a speed gate picked
+    rerankers = [(r["variant"], Reranker(r["path"], cache, backend="torch"))
+                 for r in registry.listed(store.path, registry.RERANKER)]
+    default = Router.from_store(db_path=store.path, cache_dir=cache)
+    default.index(pool)
+    return run_systems(engine, queries, first, [(v, p) for v, p in embedders.items() if v != first], rerankers,
+                       config.top_k, config.rerank_depth, fusion_dir, default)
 
 
 @dg.asset(group_name=GROUP, kinds={"duckdb"}, op_tags=DUCKDB_WRITER_TAG,
@@ -162,7 +169,8 @@ def benchmark_report(store: DuckDBStore):
     """The benchmark report: Markdown in the UI, a standalone HTML file, PNG plots and MTEB-shaped JSON.
 
     External benchmarks are included when their partitions have been materialized; the report
-    does not wait for them (``schedules.OPTIONAL_PARENTS``).
+    does not wait for them (``schedules.OPTIONAL_PARENTS``). Long because it is the report's outline:
+    one list of (heading, section) in reading order, each section one call into ``lib.evaluation.report``.
     """
     metrics = store.read("benchmark_metrics")
     external = store.read("external_metrics") if store.exists("external_metrics") else pl.DataFrame()
@@ -217,7 +225,7 @@ def benchmark_report(store: DuckDBStore):
          + breakdowns),
         (f"Router signals and fusion ({lead})", "Hit@1 by direction of each router signal alone, RRF of each pair, "
          "the learned fusion and fusion + reranker: which signal adds what, where.\n\n"
-         + to_markdown(router_ablation_table(metrics, lead))),
+         + to_markdown(signal_ablation_table(metrics, lead))),
         ("External benchmarks", external_section(external)),
         ("What each model saw", "Queries each trained model learned from and the queries that picked its checkpoint "
          "(from its model card); test queries of any benchmark are never among them.\n\n"

@@ -14,7 +14,7 @@ from skill_assets.lib.common import store as store_lib
 from skill_assets.lib.common.provenance import code_version
 from skill_assets.lib.common.tables import frame
 from skill_assets.lib.evaluation.external_benchmarks import BenchmarkFormatError, load_benchmark
-from skill_assets.lib.evaluation.systems import metric_rows, query_slices, run_rows
+from skill_assets.lib.evaluation.metric_tables import metric_rows, query_slices, run_rows
 
 MODELS = [dg.AssetDep("embedder", partition_mapping=dg.AllPartitionMapping()),
           dg.AssetDep("reranker", partition_mapping=dg.AllPartitionMapping()), "router_fusion"]
@@ -47,8 +47,8 @@ def external_benchmark(context: dg.AssetExecutionContext, store: DuckDBStore):
         for s in bench.skills])
     queries = _write(store, "external_queries", name, [
         {"benchmark": name, "layout": bench.layout, "query_id": q.id, "query": q.query, "skill_ids": list(q.skill_ids),
-         "skill_groups": [list(g) for g in q.skill_groups], "unknown_skill_ids": list(q.unknown_skill_ids),
-         "k": len(q.skill_groups), "direction": q.direction, "evaluated": bool(q.skill_ids),
+         "skill_groups": [list(g) for g in q.groups], "unknown_skill_ids": list(q.unknown_skill_ids),
+         "k": len(q.groups), "direction": q.direction, "evaluated": bool(q.skill_ids),
          "data_version": bench.version} for q in bench.queries])
     unknown = sorted({s for q in bench.queries for s in q.unknown_skill_ids})
     if unknown:

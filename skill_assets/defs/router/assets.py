@@ -1,9 +1,10 @@
 """Router stage: the learned fusion of the router's signals and its selection cut, fitted on a benchmark's train split.
 
-Thin: the signals, the fusion and the selection live in ``skill_assets.router``. The model folder
-(``models/router/<data version>/``: fusion weights, selection cut, card) sits beside the DuckDB
-file; the ``router_fusion`` table is its registry. The asset also judges the fusion and the store's newest
-reranker by the adoption rule (``router.adoption``) on the fusion's dev split and records the verdicts:
+Thin: the signals, the fusion, the selection and the adoption rule live in the retrieval engine
+(``skill_assets.lib.retrieval``). The model folder (``models/router/<data version>/``: fusion weights,
+selection cut, card) sits beside the DuckDB file; its ``router_fusion`` row is its registry entry
+(``lib.common.model_registry``). The asset also judges the fusion and the store's newest reranker by the
+adoption rule (``lib.retrieval.adoption``) on the fusion's dev split and records the verdicts:
 ``Router.from_store()`` / ``skill-assets route`` use a store's part only where its row says so, and the
 shipped router otherwise.
 """
@@ -15,19 +16,17 @@ from pydantic import Field
 
 from skill_assets.defs.metadata import table_metadata
 from skill_assets.defs.resources import DUCKDB_WRITER_TAG, DuckDBStore, ModelSettings
-from skill_assets.defs.training.assets import latest_model_path
-from skill_assets.lib.common import store as store_lib
+from skill_assets.lib.common import model_registry as registry
 from skill_assets.lib.common.hashing import digest
 from skill_assets.lib.common.tables import frame
-from skill_assets.router.adoption import Verdict, judge, routed_metric
-from skill_assets.router.benchmark_requests import Request, read_requests, requests_from_benchmark_queries
-from skill_assets.router.fusion import DEFAULT_DEPTH
-from skill_assets.router.fusion_training import save_router_model, train_fusion
-from skill_assets.router.pools import Skill, load_pool
-from skill_assets.router.registry import DEFAULT_VARIANT, FUSION_TABLE, bundled_minilm
-from skill_assets.router.routing import Router
-from skill_assets.router.shipped_router import shipped_router as load_shipped
-from skill_assets.router.signals import SIGNALS
+from skill_assets.lib.evaluation.curated_benchmark import load_requests
+from skill_assets.lib.retrieval.adoption import adoption_verdicts
+from skill_assets.lib.retrieval.engine import Engine
+from skill_assets.lib.retrieval.fusion import DEFAULT_DEPTH
+from skill_assets.lib.retrieval.fusion_training import save_router_model, train_fusion
+from skill_assets.lib.retrieval.pools import Skill, load_pool
+from skill_assets.lib.retrieval.requests import from_benchmark_queries
+from skill_assets.lib.retrieval.signals import SIGNALS
 
 GROUP = "router"
 
@@ -51,20 +50,19 @@ def router_fusion(context: dg.AssetExecutionContext, config: FusionSettings, sto
     if config.requests_path:
         if not config.pool_path:
             raise dg.Failure("requests_path needs pool_path: the skill pool its ids refer to")
-        requests, source = read_requests(config.requests_path), f"curated:{Path(config.requests_path).name}"
+        requests, source = load_requests(Path(config.requests_path)), f"curated:{Path(config.requests_path).name}"
         skills, rejected = load_pool(config.pool_path)
         if rejected:
             context.log.warning(f"{len(rejected)} pool entries rejected, e.g. {rejected[0]}")
     else:
         rows = store.query("SELECT * FROM benchmark_queries WHERE split IN ('train', 'dev') ORDER BY query_id")
-        requests, source = requests_from_benchmark_queries(rows.to_dicts()), "benchmark_queries"
+        requests, source = from_benchmark_queries(rows.to_dicts()), "benchmark_queries"
         skills = [Skill(r["skill_id"], r["name"], r["description"], r["body"]) for r in store.query(
             "SELECT skill_id, name, description, body FROM skills ORDER BY skill_id").to_dicts()]
     if not any(r.split == "train" for r in requests):
         raise dg.Failure(f"{source} has no train requests: nothing to fit the fusion on")
-    embedder = latest_model_path(store, "embedder", "r3") or models.embedder
-    cache = store.artifacts_dir / "index_cache"
-    router = Router(embedder, cache_dir=cache, query_prompt=models.query_prompt,
+    embedder = registry.newest_path(store.path, registry.EMBEDDER) or models.embedder
+    router = Engine(embedder, cache_dir=store.artifacts_dir / "index_cache", query_prompt=models.query_prompt,
                     signals=SIGNALS, multilingual_model=config.multilingual, log=context.log.info)
     router.index(skills)
     fitted = train_fusion(lambda queries: router.candidates(queries, depth=config.depth), router.ids, requests,
@@ -74,7 +72,9 @@ def router_fusion(context: dg.AssetExecutionContext, config: FusionSettings, sto
                            embedder, sorted(router.ids))))[:12]
     path = save_router_model(fitted, store.artifacts_dir / "models" / "router" / version)
     router.fusion, router.selection = fitted.model, fitted.cut
-    verdicts = _adoption(store, requests, router, skills, cache)
+    reranker_row = registry.newest(store.path, registry.RERANKER, registry.DEFAULT_VARIANT)
+    verdicts = adoption_verdicts(requests, router, skills, reranker_row and (reranker_row["path"],
+                                                                              int(reranker_row["train_queries"] or 0)))
     for part, verdict in verdicts.items():
         context.log.info(f"{part}: {'used' if verdict.adopt else 'not used'}: {verdict.reason}")
     dev = fitted.card["dev"]
@@ -83,44 +83,12 @@ def router_fusion(context: dg.AssetExecutionContext, config: FusionSettings, sto
            "train_requests": fitted.card["data"]["train_requests"], "dev_requests": fitted.card["data"]["dev_requests"],
            "pool_skills": len(skills), "embedder": embedder, "dev_hit_at_1": dev.get("hit@1"),
            "dev_ndcg_at_10": dev.get("ndcg@10"), "dev_set_f1": dev.get("selected_set_f1"),
-           **verdicts["fusion"].as_row(), "reranker_path": latest_model_path(store, "reranker", DEFAULT_VARIANT),
+           **verdicts["fusion"].as_row(), "reranker_path": reranker_row and reranker_row["path"],
            "reranker_adopted": reranker.adopt if reranker else None,
            "reranker_reason": reranker.reason if reranker else None, "trained_at": datetime.now(UTC)}
-    df = frame(FUSION_TABLE, [row])
-    store_lib.upsert_rows(store.path, FUSION_TABLE, df, "path")
+    df = frame(registry.FUSION, [row])
+    registry.register(store.path, registry.FUSION, df)
     return dg.MaterializeResult(metadata=table_metadata(
-        FUSION_TABLE, df, model=dg.MetadataValue.path(str(path)), card=dg.MetadataValue.json(fitted.card),
+        registry.FUSION, df, model=dg.MetadataValue.path(str(path)), card=dg.MetadataValue.json(fitted.card),
         **{f"{part}_used": verdict.adopt for part, verdict in verdicts.items()},
         **{f"{part}_verdict": verdict.reason for part, verdict in verdicts.items()}))
-
-
-def _adoption(store: DuckDBStore, requests: list[Request], fitted: Router, skills: list[Skill],
-              cache: Path) -> dict[str, Verdict]:
-    """The adoption rule's verdicts on the fusion just fitted and on the store's newest reranker, both on the fusion's
-    dev split; the shipped router (bundled MiniLM) is indexed over the same pool only when a comparison is due."""
-    train, dev = ({r.id for r in requests if r.split == s} for s in ("train", "dev"))
-    dev_requests = [r for r in requests if r.split == "dev"]
-    disjoint = bool(dev) and not train & dev
-    shipped: list[Router] = []
-
-    def shipped_router() -> Router:
-        if not shipped:
-            fusion, cut = load_shipped()
-            shipped.append(Router(bundled_minilm(), cache_dir=cache, fusion=fusion, selection=cut, log=fitted.log))
-            shipped[0].index(skills)
-        return shipped[0]
-
-    verdicts = {"fusion": judge("the store's fusion", len(train), len(dev), disjoint,
-                                lambda: (routed_metric(fitted, dev_requests, False),
-                                         routed_metric(shipped_router(), dev_requests, False)))}
-    path = latest_model_path(store, "reranker", DEFAULT_VARIANT)
-    if path:
-        trained = store.query("SELECT train_queries FROM reranker WHERE path = ?", [path])["train_queries"][0] or 0
-
-        def with_reranker() -> tuple:
-            used = fitted if verdicts["fusion"].adopt else shipped_router()
-            used.reranker_path = path
-            return routed_metric(used, dev_requests, True), routed_metric(used, dev_requests, False)
-
-        verdicts["reranker"] = judge("the store's reranker", int(trained), len(dev), disjoint, with_reranker)
-    return verdicts

@@ -1,11 +1,12 @@
 """Splits stage: audited WRITE queries become the benchmark, with SKIP partners attached."""
 
 import dagster as dg
+import polars as pl
 
 from skill_assets.defs.metadata import table_metadata
 from skill_assets.defs.resources import DUCKDB_WRITER_TAG, DuckDBStore
 from skill_assets.lib.common.tables import frame
-from skill_assets.lib.review.outcomes import review_outcomes
+from skill_assets.lib.review.outcomes import agreement_markdown, review_outcomes
 from skill_assets.lib.splits.benchmark_queries import AUDIT_FLAGS, apply_review, build_benchmark_queries
 from skill_assets.lib.splits.release import export_release
 
@@ -52,7 +53,8 @@ def benchmark_release(store: DuckDBStore):
                            FROM llm_records r JOIN skip_taxonomy t USING (record_id) ORDER BY r.record_id""")
     audit = store.read("query_audit")
     rounds = store.read("label_agreement", "WHERE scope = 'round'") if store.exists("label_agreement") else None
-    root = export_release(store.artifacts_dir / "releases", skills, queries, skips, audit, rounds)
+    root = export_release(store.artifacts_dir / "releases", skills, queries, skips, audit,
+                          agreement_markdown(rounds if rounds is not None else pl.DataFrame()))
     return dg.MaterializeResult(metadata={
         "path": dg.MetadataValue.path(str(root)), "version": root.name,
         "card": dg.MetadataValue.md((root / "README.md").read_text()),

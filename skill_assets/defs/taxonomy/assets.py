@@ -6,6 +6,7 @@ import dagster as dg
 from skill_assets.defs.metadata import table_metadata
 from skill_assets.defs.resources import DUCKDB_WRITER_TAG, DuckDBStore
 from skill_assets.lib.common.tables import frame
+from skill_assets.lib.review.agreement import latest_items
 from skill_assets.lib.taxonomy.classify import classify_rationales, shipped_model
 from skill_assets.lib.taxonomy.review_labels import review_labelled_rationales, write_review_labels
 from skill_assets.lib.taxonomy.rules import RULESET_VERSION
@@ -43,7 +44,8 @@ def taxonomy_review_labels(store: DuckDBStore):
     """
     stored = {t: store.read(t).to_dicts() if store.exists(t) else [] for t in
               ("review_tasks", "review_verdicts", "label_agreement")}
-    rows = review_labelled_rationales(stored["review_tasks"], stored["review_verdicts"], stored["label_agreement"])
+    rows = review_labelled_rationales(stored["review_tasks"], stored["review_verdicts"],
+                                      latest_items(stored["label_agreement"]))
     df = frame("taxonomy_review_labels", rows)
     store.write("taxonomy_review_labels", df)
     path = write_review_labels(store.artifacts_dir / "taxonomy" / "review_labels.jsonl", rows)

@@ -18,10 +18,11 @@ from pydantic import Field
 from skill_assets.defs.metadata import table_metadata
 from skill_assets.defs.resources import DUCKDB_WRITER_TAG, DuckDBStore, ModelSettings
 from skill_assets.defs.training.partitions import embedder_variants, reranker_variants
-from skill_assets.lib.common import store as store_lib
+from skill_assets.lib.common import model_registry as registry
 from skill_assets.lib.common.provenance import code_version, release_version
 from skill_assets.lib.common.tables import frame
-from skill_assets.lib.evaluation.curated_benchmark import UnresolvedSkillIds, load_requests
+from skill_assets.lib.evaluation.curated_benchmark import load_requests
+from skill_assets.lib.retrieval.requests import UnresolvedSkillIds
 from skill_assets.lib.training.curated_training import (
     TrainingData,
     corpus_holds_curated,
@@ -98,21 +99,14 @@ def train_data(store: DuckDBStore, config: TrainingConfig, log: Callable[[str], 
     return data
 
 
-def latest_model_path(store: DuckDBStore, table: str, variant: str) -> str | None:
-    if not store.exists(table):
-        return None
-    rows = store.query(f"SELECT path FROM {table} WHERE variant = ? ORDER BY trained_at DESC LIMIT 1", [variant])
-    return rows["path"][0] if rows.height else None
-
-
 def _register(store: DuckDBStore, table: str, variant: str, base: str, loss: str,
               trained: TrainedModel) -> dg.MaterializeResult:
     """One registry row per variant; metadata adds the held-out selection and the mining filter counts."""
     n_queries = trained.card["train_queries"]
-    store_lib.upsert_rows(store.path, table, frame(table, [{
+    registry.register(store.path, table, frame(table, [{
         "variant": variant, "path": str(trained.path), "base_model": base, "loss": loss, "train_queries": n_queries,
         "steps": trained.steps, "final_loss": trained.final_loss, "wall_s": trained.wall_s,
-        "trained_at": datetime.now(UTC)}]), "variant")
+        "trained_at": datetime.now(UTC)}]))
     extra = {f"negatives_removed/{k}": v for k, v in trained.card.get("negatives_removed", {}).items()}
     return dg.MaterializeResult(metadata={
         "path": dg.MetadataValue.path(str(trained.path)), "train_queries": n_queries, "steps": trained.steps,
@@ -167,7 +161,7 @@ def reranker(context: dg.AssetExecutionContext, config: TrainingConfig, store: D
     """A fine-tuned cross-encoder for the partition's recipe (R3 graded ListNet by default)."""
     variant = RERANKER_VARIANTS[context.partition_key]
     data = train_data(store, config, context.log.info)
-    first_stage = latest_model_path(store, "embedder", "r3") or models.embedder
+    first_stage = registry.newest_path(store.path, registry.EMBEDDER) or models.embedder
     trained = train_reranker(variant, data.train, data.skills, models.reranker_base, first_stage,
                              store.artifacts_dir / "models" / "reranker" / variant.name, config.settings(models),
                              context.log.info, data.dev, provenance(store, data))

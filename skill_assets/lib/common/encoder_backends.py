@@ -22,9 +22,7 @@ model, since it is about the hardware), so later runs start at once. Both are wr
 checked when read back: a damaged one is discarded and made again. A bf16 speed verdict timed while
 other processes compete for the CPU is used for that run only (``_timed_agreement``).
 
-Cross-encoders (the router's reranker) get the same backends through ``choose_scorer``: for int8
-the logits graph is exported; either copy is used only if it orders probe (query, document) pairs
-like the original (Spearman correlation, ``RankGate``), and bf16 only if it is also faster.
+Cross-encoders (the router's reranker) get the same backends and gates in ``scorer_backends``.
 """
 from __future__ import annotations
 
@@ -36,11 +34,14 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
 from skill_assets.lib.common.cache_files import atomic_output, discard_damaged, write_text_atomic
+
+if TYPE_CHECKING:  # the cross-encoders' gate, defined with them
+    from skill_assets.lib.common.scorer_backends import RankGate
 
 BACKENDS = ("auto", "torch-bf16", "onnx-int8", "torch")
 _INPUTS = ("input_ids", "attention_mask", "token_type_ids")
@@ -110,11 +111,11 @@ def _export_int8(model, target: Path) -> None:
     """Export the transformer of a bi-encoder to ONNX (token embeddings out), fused and int8, as ``target``."""
     sample = model.preprocess(["export probe", "a second, longer export probe sentence"])
     names = [k for k in _INPUTS if k in sample]
-    _export_hf_int8(model[0].auto_model, {k: sample[k] for k in names}, "token_embeddings",
+    export_hf_int8(model[0].auto_model, {k: sample[k] for k in names}, "token_embeddings",
                     lambda out: out.last_hidden_state, target)
 
 
-def _export_hf_int8(hf, sample: dict, output: str, select: Callable, target: Path) -> None:
+def export_hf_int8(hf, sample: dict, output: str, select: Callable, target: Path) -> None:
     """Trace a Hugging Face model to ONNX, let ONNX Runtime fuse it for CPU, quantize weights per channel.
 
     ``select`` picks the output tensor from the model's output object (hidden states for a
@@ -161,7 +162,7 @@ def _export_hf_int8(hf, sample: dict, output: str, select: Callable, target: Pat
         fused.unlink(missing_ok=True)
 
 
-def _session(onnx_path: Path):
+def onnx_session(onnx_path: Path):
     import onnxruntime as ort
 
     options = ort.SessionOptions()
@@ -172,7 +173,7 @@ def _session(onnx_path: Path):
 def _onnx_encode(model, onnx_path: Path, batch_size: int) -> Callable[[list[str]], np.ndarray]:
     import torch
 
-    session = _session(onnx_path)
+    session = onnx_session(onnx_path)
     wanted = {i.name for i in session.get_inputs()}
     tail = list(model)[1:]
 
@@ -251,7 +252,7 @@ def _gated_int8(out_dir: Path, export: Callable[[Path], None], build: Callable[[
         return None, {"error": f"int8 ONNX export failed: {type(exc).__name__}: {exc}"[:300]}
 
 
-def _unsupported(model, transformer) -> str | None:
+def unsupported_reason(model, transformer) -> str | None:
     if model.device.type != "cpu":
         return f"int8 ONNX and bf16 autocast are CPU paths; model is on {model.device.type}"
     if transformer is None:
@@ -350,7 +351,7 @@ def _speed_note(verdict: dict) -> str:
     return f"{how}; other processes used {competing:.2f} cores meanwhile, verdict cached"
 
 
-def _try_bf16(fast: Callable, fallback: Callable, out_dir: Path, probe: list, gate: QualityGate | RankGate, make: type,
+def try_bf16(fast: Callable, fallback: Callable, out_dir: Path, probe: list, gate: QualityGate | RankGate, make: type,
               meter: CpuMeter):
     """``fast`` (a bf16 run of the model) if it agrees with ``fallback`` under ``gate`` and is fast enough here.
 
@@ -365,7 +366,7 @@ def _try_bf16(fast: Callable, fallback: Callable, out_dir: Path, probe: list, ga
     return make(fast if passed else fallback, "torch-bf16" if passed else "torch", reason, *gate.figures(verdict))
 
 
-def _try_int8(export: Callable[[Path], None], build: Callable[[Path], Callable], fallback: Callable, out_dir: Path,
+def try_int8(export: Callable[[Path], None], build: Callable[[Path], Callable], fallback: Callable, out_dir: Path,
               probe: list, gate: QualityGate | RankGate, make: type):
     """The int8 ONNX copy (exported by ``export``, run by ``build``) if it agrees with ``fallback`` under ``gate``."""
     int8, verdict = _gated_int8(out_dir, export, build, lambda fast: gate.agreement(fast(probe), fallback(probe)),
@@ -377,7 +378,7 @@ def _try_int8(export: Callable[[Path], None], build: Callable[[Path], Callable],
                 *gate.figures(verdict))
 
 
-def _cascade(backend: str, bf16: Callable, int8: Callable):
+def cascade(backend: str, bf16: Callable, int8: Callable):
     """``auto``: bf16 if it passes its gate, else int8; a named backend: that one alone. A failed try's reason is kept."""
     if backend == "onnx-int8":
         return int8()
@@ -402,118 +403,11 @@ def choose_encoder(model, backend: str, cache_dir: Path, fingerprint: str, sampl
     fallback = torch_encode(model, batch_size)
     if backend == "torch":
         return EncoderChoice(fallback, "torch", "requested")
-    if why := _unsupported(model, getattr(model[0], "auto_model", None)):
+    if why := unsupported_reason(model, getattr(model[0], "auto_model", None)):
         return EncoderChoice(fallback, "torch", why)
     probe, out_dir = _probe(sample_texts, gate.probe_size), cache_dir / fingerprint
-    return _cascade(backend, lambda: _try_bf16(bf16_encode(model, batch_size), fallback, out_dir, probe, gate,
+    return cascade(backend, lambda: try_bf16(bf16_encode(model, batch_size), fallback, out_dir, probe, gate,
                                                EncoderChoice, meter),
-                    lambda: _try_int8(lambda out: _export_int8(model, out),
+                    lambda: try_int8(lambda out: _export_int8(model, out),
                                       lambda path: _onnx_encode(model, path, batch_size),
                                       fallback, out_dir, probe, gate, EncoderChoice))
-
-
-# ------------------------------------------------------------------------------------------ cross-encoders
-@dataclass(frozen=True)
-class RankGate:
-    """Minimum Spearman correlation between a fast copy's (bf16 or int8) and the original's scores of probe pairs.
-
-    A reranker is judged by the order it puts candidates in, so the gate checks order, not values.
-    """
-
-    min_spearman: float = 0.98
-    probe_size: int = 64
-    min_bf16_speedup: float = 1.2
-    fields: ClassVar[tuple[str, ...]] = ("spearman", "probe")
-
-    @staticmethod
-    def agreement(fast: np.ndarray, exact: np.ndarray) -> dict:
-        from scipy.stats import spearmanr
-
-        rho = float(spearmanr(fast, exact).statistic) if len(exact) > 2 else float("nan")
-        return {"spearman": rho, "probe": len(exact)}
-
-    def passes(self, verdict: dict) -> bool:
-        return verdict["spearman"] >= self.min_spearman  # NaN (too few probe pairs) never passes
-
-    def describe(self, name: str, verdict: dict) -> str:
-        return (f"{name} rank gate on {verdict['probe']} probe pairs: Spearman {verdict['spearman']:.4f} "
-                f"(needs ≥{self.min_spearman})")
-
-    @staticmethod
-    def figures(verdict: dict) -> tuple:
-        """The measured value a ``ScorerChoice`` carries after its reason."""
-        return (verdict["spearman"],)
-
-
-@dataclass
-class ScorerChoice:
-    """The pair-scoring function a caller should use, the backend it really is, and why."""
-
-    score: Callable[[list[tuple[str, str]]], np.ndarray]
-    backend: str
-    reason: str
-    probe_spearman: float | None = None
-
-
-def torch_score(cross_encoder, batch_size: int) -> Callable[[list[tuple[str, str]]], np.ndarray]:
-    return lambda pairs: np.asarray(cross_encoder.predict(pairs, batch_size=batch_size, show_progress_bar=False),
-                                    dtype=np.float64).reshape(-1)
-
-
-def _export_cross_int8(cross_encoder, out_dir: Path) -> Path:
-    """Export a one-label cross-encoder's transformer to ONNX (logits out), fused and int8."""
-    sample = cross_encoder.preprocess([("export probe", "a document"), ("a longer probe query", "another document")])
-    names = [k for k in _INPUTS if k in sample]
-    return _export_hf_int8(cross_encoder.transformers_model, {k: sample[k] for k in names}, "logits",
-                           lambda out: out.logits, out_dir)
-
-
-def _onnx_score(cross_encoder, onnx_path: Path, batch_size: int) -> Callable[[list[tuple[str, str]]], np.ndarray]:
-    import torch
-
-    session = _session(onnx_path)
-    wanted = {i.name for i in session.get_inputs()}
-
-    def score(pairs: list[tuple[str, str]]) -> np.ndarray:
-        out = np.empty(len(pairs), dtype=np.float64)
-        for start in range(0, len(pairs), batch_size):
-            features = cross_encoder.preprocess(pairs[start : start + batch_size])
-            logits = session.run(None, {k: v.numpy() for k, v in features.items() if k in wanted})[0]
-            with torch.no_grad():  # the model's own activation, so scores match ``predict``'s scale
-                out[start : start + len(logits)] = cross_encoder.activation_fn(torch.from_numpy(logits)).numpy().reshape(-1)
-        return out
-
-    return score
-
-
-def bf16_score(cross_encoder, batch_size: int) -> Callable[[list[tuple[str, str]]], np.ndarray]:
-    """The cross-encoder itself with its matrix products in bfloat16."""
-    import torch
-
-    exact = torch_score(cross_encoder, batch_size)
-
-    def score(pairs: list[tuple[str, str]]) -> np.ndarray:
-        with torch.autocast("cpu", dtype=torch.bfloat16):
-            return exact(pairs)
-
-    return score
-
-
-def choose_scorer(cross_encoder, backend: str, cache_dir: Path, fingerprint: str, sample_pairs: list[tuple[str, str]],
-                  batch_size: int = 32, gate: RankGate = RankGate(), meter: CpuMeter = CpuMeter()) -> ScorerChoice:
-    """The fastest faithful pair scorer among the requested backend(s) (as ``choose_encoder``), else the model itself."""
-    if backend not in BACKENDS:
-        raise ValueError(f"unknown reranker backend {backend!r}; choose one of {BACKENDS}")
-    fallback = torch_score(cross_encoder, batch_size)
-    if backend == "torch":
-        return ScorerChoice(fallback, "torch", "requested")
-    if getattr(cross_encoder, "num_labels", 1) != 1:
-        return ScorerChoice(fallback, "torch", "bf16 and int8 paths score one-label cross-encoders only")
-    if why := _unsupported(cross_encoder, getattr(cross_encoder, "transformers_model", None)):
-        return ScorerChoice(fallback, "torch", why)
-    probe, out_dir = sample_pairs[: gate.probe_size], cache_dir / fingerprint
-    return _cascade(backend, lambda: _try_bf16(bf16_score(cross_encoder, batch_size), fallback, out_dir, probe, gate,
-                                               ScorerChoice, meter),
-                    lambda: _try_int8(lambda out: _export_cross_int8(cross_encoder, out),
-                                      lambda path: _onnx_score(cross_encoder, path, batch_size),
-                                      fallback, out_dir, probe, gate, ScorerChoice))

@@ -10,6 +10,9 @@ import re
 import unicodedata
 
 _NAME_SEP = re.compile(r"[\s_]+")
+#: a word of normalised text, and a run of CJK characters (each character its own token: no segmenter)
+WORD = re.compile(r"[\w\u3400-\u9fff]+", re.UNICODE)
+CJK_RUN = re.compile(r"^[\u3400-\u9fff]+$")
 
 
 def normalise_text(text: str) -> str:
@@ -36,3 +39,17 @@ def content_hash(description: str, body: str) -> str:
 def normalised_content_hash(description: str, body: str) -> str:
     """``content_hash`` of texts already passed through ``normalise_text`` (saves a second pass)."""
     return digest(description + "\x1f" + body)
+
+
+def word_tokens(text: str) -> list[str]:
+    """Words of normalised text (each CJK character a word): what near-duplicate checks compare."""
+    tokens: list[str] = []
+    for tok in WORD.findall(normalise_text(text)):
+        tokens.extend(tok) if CJK_RUN.match(tok) else tokens.append(tok)
+    return tokens
+
+
+def jaccard(a: set[str], b: set[str]) -> float:
+    if not a and not b:
+        return 1.0
+    return len(a & b) / len(a | b)

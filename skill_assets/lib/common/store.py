@@ -17,9 +17,17 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
+#: the store a user gets: this file under the working directory, unless ``$SKILL_ASSETS_DB`` names another
+DEFAULT_DB = "data/skill_assets.duckdb"
+DB_ENV = "SKILL_ASSETS_DB"
 LOCK_WAIT_S = 300.0
 #: DuckDB's buffer pool otherwise grows to 80% of RAM; past this it spills to disk instead
 MEMORY_LIMIT = os.environ.get("SKILL_ASSETS_DUCKDB_MEMORY", "1GB")
+
+
+def resolve_db(db_path: str | Path | None = None) -> Path:
+    """``db_path``, else ``$SKILL_ASSETS_DB``, else ``DEFAULT_DB``: the one rule for which store is meant."""
+    return Path(db_path or os.environ.get(DB_ENV) or DEFAULT_DB).expanduser()
 
 
 def _is_lock_error(exc: Exception) -> bool:

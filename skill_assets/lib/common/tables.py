@@ -210,7 +210,7 @@ TABLES: dict[str, Table] = {t.name: t for t in [
        ("reranker_reason", S, "why it is used or not, in one line"),
        ("trained_at", T, "time")),
     _t("retrieval_runs", "Ranked skills per (system, query), top 50.",
-       ("system", S, "bm25 | embedder:<v> | reranker:<v> | signal:<s> | rrf:<a>+<b> | fusion | fusion+reranker:<v>"),
+       ("system", S, "bm25 | multilingual | embedder:<v> | reranker:<v> | rrf:<a>+<b> | fusion | fusion+reranker:<v> | router:default"),
        ("split", S, "evaluated split"), ("query_id", S, "query"),
        ("rank", I, "1-based rank"), ("skill_id", S, "skill"), ("score", F, "system score"),
        ("model_version", S, "bm25s version, or fingerprint of the model weights (reranker: and its first stage)")),

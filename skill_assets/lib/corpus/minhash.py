@@ -13,33 +13,14 @@ Chinese text needs no segmenter.
 """
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from itertools import combinations, pairwise
 
 import numpy as np
 
-from skill_assets.lib.common.hashing import normalise_text
-
-_TOKEN = re.compile(r"[\w\u3400-\u9fff]+", re.UNICODE)
-_CJK_RUN = re.compile(r"^[\u3400-\u9fff]+$")
 _MIX = np.array([0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9, 0xD6E8FEB86659FD93,
                  0xFF51AFD7ED558CCD, 0xC4CEB9FE1A85EC53, 0x94D049BB133111EB, 0xBF58476D1CE4E5B9], dtype=np.uint64)
-
-
-def word_tokens(text: str) -> list[str]:
-    """Words of normalised text for small, per-document uses (e.g. body trigrams)."""
-    tokens: list[str] = []
-    for tok in _TOKEN.findall(normalise_text(text)):
-        tokens.extend(tok) if _CJK_RUN.match(tok) else tokens.append(tok)
-    return tokens
-
-
-def jaccard(a: set[str], b: set[str]) -> float:
-    if not a and not b:
-        return 1.0
-    return len(a & b) / len(a | b)
 
 
 _POSITION_MIX = np.random.default_rng(20261129).integers(1, 2**63, size=64, dtype=np.uint64) * np.uint64(2) + np.uint64(1)

@@ -22,13 +22,13 @@ must agree exactly, and scoring around a missing skill would hide a broken pool.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from skill_assets.lib.common.jsonl import format_records
 from skill_assets.lib.common.language import DIRECTIONS
-from skill_assets.lib.evaluation.skill_groups import Groups
+from skill_assets.lib.retrieval.requests import Request
 
 CURATED_DIR = Path(__file__).resolve().parents[2] / "benchmarks" / "curated"
 #: env var naming the pool directory (one folder per repository); the curated partition exists when it is set
@@ -45,37 +45,6 @@ class CuratedFormatError(ValueError):
     """A curated file that breaks its format; the message names the file and line."""
 
 
-class UnresolvedSkillIds(ValueError):
-    """Ground-truth ids the pool does not hold; the message names each id and the requests using it."""
-
-    def __init__(self, missing: Mapping[str, list[str]], pool: str):
-        self.missing = dict(missing)
-        shown = "; ".join(f"{sid} (in {', '.join(users[:5])})" for sid, users in sorted(self.missing.items())[:20])
-        more = f" … and {len(self.missing) - 20} more" if len(self.missing) > 20 else ""
-        super().__init__(f"{len(self.missing)} curated ground-truth skill id(s) not in the pool {pool}: {shown}{more}")
-
-
-@dataclass(frozen=True)
-class CuratedRequest:
-    id: str
-    query: str
-    lang: str
-    direction: str
-    groups: Groups  # one group of interchangeable skill ids per skill the request needs
-    style: str
-    split: str
-    topic: str = ""
-    writer: str = ""
-
-    @property
-    def k(self) -> int:
-        return len(self.groups)
-
-    @property
-    def gt(self) -> tuple[str, ...]:
-        return tuple(sid for group in self.groups for sid in group)
-
-
 @dataclass(frozen=True)
 class CuratedRejection:
     id: str
@@ -87,10 +56,13 @@ class CuratedRejection:
     writer: str = ""
 
 
-def load_requests(root: Path = CURATED_DIR) -> list[CuratedRequest]:
-    out: list[CuratedRequest] = []
+def load_requests(path: Path = CURATED_DIR) -> list[Request]:
+    """The requests of a curated-format file (or of ``requests.jsonl`` in a folder): the one reader of request
+    files, strict: a line that breaks the format raises, naming file and line; nothing is repaired."""
+    path = Path(path)
+    out: list[Request] = []
     seen: dict[str, str] = {}
-    for where, rec in _records(root / REQUESTS):
+    for where, rec in _records(path / REQUESTS if path.is_dir() else path):
         rid = _text(rec, "id", where)
         if rid in seen:
             raise CuratedFormatError(f"{where}: request id {rid!r} already used at {seen[rid]}")
@@ -111,8 +83,8 @@ def load_requests(root: Path = CURATED_DIR) -> list[CuratedRequest]:
             raise CuratedFormatError(f"{where}: 'gt' is not the ids of 'gt_groups'")
         if rec.get("lang") != DIRECTIONS[direction][1]:
             raise CuratedFormatError(f"{where}: 'lang' must be {DIRECTIONS[direction][1]!r} for {direction}")
-        out.append(CuratedRequest(rid, _text(rec, "query", where), rec["lang"], direction, groups, style, split,
-                                  str(rec.get("topic") or ""), str(rec.get("writer") or "")))
+        out.append(Request(rid, _text(rec, "query", where), groups, direction, split, rec["lang"], style,
+                           str(rec.get("topic") or ""), str(rec.get("writer") or "")))
     return out
 
 
@@ -135,22 +107,7 @@ def load_review(root: Path = CURATED_DIR) -> list[dict]:
     return [rec for _, rec in _records(path)] if path.is_file() else []
 
 
-def unresolved(requests: Iterable[CuratedRequest], pool_ids: set[str]) -> dict[str, list[str]]:
-    """Ground-truth id → ids of the requests using it, for every id the pool lacks."""
-    missing: dict[str, list[str]] = {}
-    for r in requests:
-        for sid in r.gt:
-            if sid not in pool_ids:
-                missing.setdefault(sid, []).append(r.id)
-    return missing
-
-
-def require_in_pool(requests: Iterable[CuratedRequest], pool_ids: set[str], pool: str) -> None:
-    if missing := unresolved(requests, pool_ids):
-        raise UnresolvedSkillIds(missing, pool)
-
-
-def split_skills(requests: Iterable[CuratedRequest], splits: Iterable[str]) -> set[str]:
+def split_skills(requests: Iterable[Request], splits: Iterable[str]) -> set[str]:
     """Every ground-truth id (copies included) of the requests in ``splits``."""
     wanted = set(splits)
     return {sid for r in requests if r.split in wanted for sid in r.gt}

@@ -13,7 +13,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from skill_assets.lib.common.language import DIRECTIONS
-from skill_assets.lib.evaluation.curated_benchmark import SPLITS, STYLES, CuratedRejection, CuratedRequest
+from skill_assets.lib.evaluation.curated_benchmark import SPLITS, STYLES, CuratedRejection
+from skill_assets.lib.retrieval.requests import Request
 
 #: the block the review loop replaces with the agreement figures (exact-set and per-skill)
 AGREEMENT_START, AGREEMENT_END = "<!-- agreement:start -->", "<!-- agreement:end -->"
@@ -70,7 +71,7 @@ def _share(n: int, total: int) -> str:
     return f"{n} ({100 * n / total:.0f}%)" if total else "0"
 
 
-def count_tables(requests: Sequence[CuratedRequest]) -> dict[str, str]:
+def count_tables(requests: Sequence[Request]) -> dict[str, str]:
     """Markdown tables of the requests by direction × split, k, style and language."""
     total = len(requests)
     by = Counter((r.direction, r.split) for r in requests)
@@ -86,7 +87,7 @@ def count_tables(requests: Sequence[CuratedRequest]) -> dict[str, str]:
     return {"directions": directions, "k": k_table, "styles": style_table}
 
 
-def super_domain_table(requests: Sequence[CuratedRequest], domain_of: Mapping[str, SuperDomain]) -> str:
+def super_domain_table(requests: Sequence[Request], domain_of: Mapping[str, SuperDomain]) -> str:
     """Needed skills (each request's groups, by the group's first skill) per super-domain of the run, and requests
     touching it; a super-domain no request needs is listed with zeros, so a reader sees what was left out."""
     skills, touching = Counter(), Counter()
@@ -128,10 +129,11 @@ def rules_section(scores: RuleScores) -> str:
             + _table(["class", "hand-labelled", "precision", "recall", "F1"], rows))
 
 
-def render_card(requests: Sequence[CuratedRequest], rejections: Sequence[CuratedRejection],
+def render_card(requests: Sequence[Request], rejections: Sequence[CuratedRejection],
                 domain_of: Mapping[str, SuperDomain], rules: RuleScores, run: str, n_review: int) -> str:
     """The whole card. ``run`` names the pipeline run the super-domains come from; ``n_review`` counts
-    ``review.jsonl`` lines (the second pass)."""
+    ``review.jsonl`` lines (the second pass). Long because it is the card's text in reading order, with
+    the computed tables in their places: splitting it would scatter one document over functions."""
     tables = count_tables(requests)
     n_test = sum(r.split == "test" for r in requests)
     copies = sum(len(g) > 1 for r in requests for g in r.groups)

@@ -1,7 +1,7 @@
 """Import skill-routing benchmarks published by others, so every system is also scored on their data.
 
-Three release layouts are read into one shape (``ExternalBenchmark``: skills with id, name,
-description and body; queries with id, text and ground-truth skill ids):
+Three release layouts are read into one shape (``ExternalBenchmark``: the pool as ``pools.Skill``s,
+the queries as ``requests.Request``s, the record type of every benchmark):
 
 - ``r3`` — the R3-Skill release: ``skills.jsonl`` with ``{"id", "text"}`` (text is
   ``name | description | body``, as ``lib/splits/release.py`` writes it) and ``queries_<split>.jsonl``
@@ -34,15 +34,17 @@ import json
 import re
 import tempfile
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import yaml
 
 from skill_assets.lib.common.hashing import digest, normalise_text
 from skill_assets.lib.common.jsonl import format_records
+from skill_assets.lib.common.skill_groups import singleton_groups, with_identical_copies
 from skill_assets.lib.evaluation import curated_benchmark as curated
-from skill_assets.lib.evaluation.skill_groups import Groups, singleton_groups, with_identical_copies
+from skill_assets.lib.retrieval.pools import Skill
+from skill_assets.lib.retrieval.requests import Request, UnresolvedSkillIds, require_in_pool
 
 LAYOUTS = ("r3", "skillret", "skill_md", "curated")
 #: env var naming the YAML file that lists external benchmarks (see ``load_benchmark_specs``)
@@ -56,36 +58,18 @@ class BenchmarkFormatError(ValueError):
 
 
 @dataclass(frozen=True)
-class ExternalSkill:
-    id: str
-    name: str
-    description: str
-    body: str
-
-
-@dataclass(frozen=True)
-class ExternalQuery:
-    id: str
-    query: str
-    skill_ids: tuple[str, ...]          # ground truth present in the pool
-    unknown_skill_ids: tuple[str, ...]  # ground truth the pool does not have
-    skill_groups: Groups                # the same ground truth, one group of interchangeable copies per needed skill
-    direction: str | None = None        # skill language → query language, where the layout records it
-
-
-@dataclass(frozen=True)
 class ExternalBenchmark:
     name: str
     layout: str
-    skills: tuple[ExternalSkill, ...]
-    queries: tuple[ExternalQuery, ...]
+    skills: tuple[Skill, ...]
+    queries: tuple[Request, ...]
 
     @property
     def version(self) -> str:
         """Content hash of the pool and the ground truth: changes whenever a number could."""
         payload = json.dumps([[(s.id, s.name, s.description, s.body) for s in self.skills],
                               [(q.id, q.query, q.skill_ids, q.unknown_skill_ids) for q in self.queries],
-                              [(q.skill_groups, q.direction) for q in self.queries if q.direction is not None]])
+                              [(q.groups, q.direction) for q in self.queries if q.direction is not None]])
         return digest(payload)[:16]
 
 
@@ -159,14 +143,14 @@ def load_benchmark(spec: BenchmarkSpec) -> ExternalBenchmark:
 
 
 # --------------------------------------------------------------------------------------------- layouts
-def load_r3(root: Path, split: str = "test") -> tuple[list[ExternalSkill], list[tuple[str, str, list[str], str]]]:
+def load_r3(root: Path, split: str = "test") -> tuple[list[Skill], list[tuple[str, str, list[str], str]]]:
     skills = []
     path = root / "skills.jsonl"
     for where, rec in _records(path):
         sid, text = _string(rec, "id", where), _string(rec, "text", where)
         parts = text.split(" | ", 2)
         name, description, body = parts if len(parts) == 3 else (sid, "", text)
-        skills.append(ExternalSkill(sid, name, description, body))
+        skills.append(Skill(sid, name, description, body))
     queries_path = root / f"queries_{split}.jsonl"
     if not queries_path.is_file():
         queries_path = root / "queries.jsonl"
@@ -176,10 +160,10 @@ def load_r3(root: Path, split: str = "test") -> tuple[list[ExternalSkill], list[
 
 
 def load_skillret(root: Path, split: str = "test"
-                  ) -> tuple[list[ExternalSkill], list[tuple[str, str, list[str], str]]]:
+                  ) -> tuple[list[Skill], list[tuple[str, str, list[str], str]]]:
     data = root / "data"
     skills_path = data / "skills" / f"{split}.jsonl"
-    skills = [ExternalSkill(_string(rec, "id", where), _string(rec, "name", where),
+    skills = [Skill(_string(rec, "id", where), _string(rec, "name", where),
                             _string(rec, "description", where, required=False), _string(rec, "body", where,
                                                                                          required=False))
               for where, rec in _records(skills_path)]
@@ -205,16 +189,16 @@ def load_skillret(root: Path, split: str = "test"
     return _unique_skills(skills, skills_path), queries
 
 
-def _skill_tree(root: Path) -> tuple[list[ExternalSkill], list]:
+def _skill_tree(root: Path) -> tuple[list[Skill], list]:
     """(skills, quarantined files) of a SKILL.md tree, ids as ``skill-assets route`` names them."""
-    from skill_assets.router.pools import load_pool
+    from skill_assets.lib.retrieval.pools import load_pool
 
     pool = load_pool(root)
-    return [ExternalSkill(s.id, s.name, s.description, s.body) for s in pool.skills], pool.rejected
+    return [Skill(s.id, s.name, s.description, s.body) for s in pool.skills], pool.rejected
 
 
 def load_skill_md(root: Path, split: str = "test"
-                  ) -> tuple[list[ExternalSkill], list[tuple[str, str, list[str], str]]]:
+                  ) -> tuple[list[Skill], list[tuple[str, str, list[str], str]]]:
     """``split`` is unused: a SKILL.md benchmark ships one query file."""
     skills, rejected = _skill_tree(root / "skills")
     if rejected:
@@ -225,7 +209,7 @@ def load_skill_md(root: Path, split: str = "test"
     return skills, queries
 
 
-def curated_pool(pool: Path) -> list[ExternalSkill]:
+def curated_pool(pool: Path) -> list[Skill]:
     """The skills of a curated pool: a directory with one folder per repository (id = skill folder relative
     to it), or a sources YAML (``sources.yaml`` of the benchmark) whose sources are fetched with the corpus
     stage's own code, each skill named ``<source name>/<skill folder>`` as the ingest names it."""
@@ -233,8 +217,8 @@ def curated_pool(pool: Path) -> list[ExternalSkill]:
         return _skill_tree(pool)[0]
     if not pool.is_file():
         raise FileNotFoundError(f"curated pool {pool} is neither a directory nor a sources file")
-    from skill_assets.lib.corpus.sources import SourceError, load_source_specs, prepare_source
-    from skill_assets.router.pools import load_pool
+    from skill_assets.lib.common.sources import SourceError, load_source_specs, prepare_source
+    from skill_assets.lib.retrieval.pools import load_pool
 
     skills = []
     with tempfile.TemporaryDirectory(prefix="curated-pool-") as work:
@@ -245,13 +229,13 @@ def curated_pool(pool: Path) -> list[ExternalSkill]:
                 raise BenchmarkFormatError(f"{pool}: {exc}") from exc
             for s in load_pool(root).skills:
                 folder = Path(s.source).parent.relative_to(root).as_posix()
-                skills.append(ExternalSkill(spec.name if folder == "." else f"{spec.name}/{folder}", s.name,
+                skills.append(Skill(spec.name if folder == "." else f"{spec.name}/{folder}", s.name,
                                             s.description, s.body))
     return skills
 
 
 def load_curated(root: Path, split: str, pool: Path | None, pool_name: str | None = None
-                 ) -> tuple[list[ExternalSkill], list[ExternalQuery]]:
+                 ) -> tuple[list[Skill], list[Request]]:
     """The curated requests of ``split`` over every skill of ``pool``, ground truth as copy groups.
 
     Each group also takes in the pool skills whose document is identical to a member's (same
@@ -265,15 +249,15 @@ def load_curated(root: Path, split: str, pool: Path | None, pool_name: str | Non
         requests = [r for r in curated.load_requests(root) if r.split == split]
         skills = curated_pool(pool)
         if pool_name:
-            skills = [ExternalSkill(f"{pool_name}/{s.id}", s.name, s.description, s.body) for s in skills]
-        curated.require_in_pool(requests, {s.id for s in skills}, str(pool))
-    except (curated.CuratedFormatError, curated.UnresolvedSkillIds) as exc:
+            skills = [Skill(f"{pool_name}/{s.id}", s.name, s.description, s.body) for s in skills]
+        require_in_pool(requests, {s.id for s in skills}, str(pool))
+    except (curated.CuratedFormatError, UnresolvedSkillIds) as exc:
         raise BenchmarkFormatError(str(exc)) from exc
     document = {s.id: (normalise_text(s.name), normalise_text(s.description), normalise_text(s.body)) for s in skills}
     queries = []
     for r in requests:
         groups = with_identical_copies(r.groups, document)
-        queries.append(ExternalQuery(r.id, r.query, tuple(s for g in groups for s in g), (), groups, r.direction))
+        queries.append(replace(r, groups=groups, skill_ids=tuple(s for g in groups for s in g)))
     return skills, queries
 
 
@@ -299,7 +283,7 @@ def _id_list(rec: dict, key: str, where: str) -> list[str]:
     return [v.strip() for v in value]
 
 
-def _unique_skills(skills: list[ExternalSkill], path: Path) -> list[ExternalSkill]:
+def _unique_skills(skills: list[Skill], path: Path) -> list[Skill]:
     seen: set[str] = set()
     for s in skills:
         if s.id in seen:
@@ -308,7 +292,7 @@ def _unique_skills(skills: list[ExternalSkill], path: Path) -> list[ExternalSkil
     return skills
 
 
-def _resolve(queries: list[tuple[str, str, list[str], str]], skills: list[ExternalSkill]) -> tuple[ExternalQuery, ...]:
+def _resolve(queries: list[tuple[str, str, list[str], str]], skills: list[Skill]) -> tuple[Request, ...]:
     """Split each query's ground truth into ids the pool has and ids it lacks; duplicate query ids raise."""
     pool = {s.id for s in skills}
     out, seen = [], {}
@@ -318,6 +302,6 @@ def _resolve(queries: list[tuple[str, str, list[str], str]], skills: list[Extern
         seen[qid] = where
         unique = list(dict.fromkeys(truth))
         present = tuple(s for s in unique if s in pool)
-        out.append(ExternalQuery(qid, text, present, tuple(s for s in unique if s not in pool),
-                                 singleton_groups(present)))
+        out.append(Request(qid, text, singleton_groups(present), skill_ids=present,
+                           unknown_skill_ids=tuple(s for s in unique if s not in pool)))
     return tuple(out)

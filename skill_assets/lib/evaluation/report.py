@@ -148,6 +148,19 @@ def ablation_table(metrics: pl.DataFrame, intervals: bool = False) -> pl.DataFra
     return pl.DataFrame(rows) if rows else pl.DataFrame()
 
 
+def signal_ablation_table(metrics: pl.DataFrame, split: str, metric: str = "hit@1") -> pl.DataFrame:
+    """``metric`` of each router system (every system but a reranker over the bi-encoder) by query direction on
+    ``split``: which signal adds what, where."""
+    part = metrics.filter((pl.col("split") == split) & (pl.col("metric") == metric)
+                          & ~pl.col("system").str.starts_with("reranker:")
+                          & (pl.col("slice").is_in(["all"]) | pl.col("slice").str.starts_with("direction=")))
+    if not part.height:
+        return pl.DataFrame({"system": []}, schema={"system": pl.Utf8})
+    wide = part.with_columns(pl.col("slice").str.replace("direction=", "")).pivot(
+        on="slice", index="system", values="value").sort("system")
+    return wide.select("system", *[c for c in ("all", "en2en", "en2zh", "zh2en", "zh2zh") if c in wide.columns])
+
+
 def as_splits(external: pl.DataFrame) -> pl.DataFrame:
     """``external_metrics`` in ``benchmark_metrics``' shape, each benchmark standing where a split would.
 

@@ -323,7 +323,9 @@ async def run_requests(client: openai.AsyncOpenAI, model: str, params: SamplingP
     Each answer goes to ``journal`` first (if given), then into a batch for ``on_batch``. If
     ``on_batch`` raises, no new request is sent, the ones in flight are allowed to finish (and are
     journaled, so they are not paid for again), and the error is re-raised at the end.
-    ``guard`` and ``budget`` may be shared by several calls (one run over several models).
+    ``guard`` and ``budget`` may be shared by several calls (one run over several models). Long because
+    the send loop, the stop conditions (breaker, budget, a failing ``on_batch``) and the drain of what is in
+    flight share one set of local state; apart, each would need the others' state passed back and forth.
     """
     prices = prices or {}
     secret = secret_of(client)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import openai
 
+from skill_assets.lib.common.llm_output import parse_generator_output
 from skill_assets.lib.generation.llm_client import (
     ABORTED,
     EndpointGuard,
@@ -28,7 +29,6 @@ from skill_assets.lib.generation.llm_client import (
     run_requests,
     secret_of,
 )
-from skill_assets.lib.generation.llm_output import parse_generator_output
 from skill_assets.lib.generation.pricing import PriceTable, cost_usd, unpriced
 from skill_assets.lib.generation.response_cache import ResponseCache, ResponseJournal
 

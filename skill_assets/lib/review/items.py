@@ -15,8 +15,10 @@ from collections.abc import Iterable
 from datetime import datetime
 
 from skill_assets.lib.common.hashing import digest
-from skill_assets.lib.common.retrieval import bm25_rank
-from skill_assets.lib.common.skill_text import skill_document
+from skill_assets.lib.retrieval.lexical import LexicalIndex
+from skill_assets.lib.retrieval.pools import Skill
+from skill_assets.lib.retrieval.ranking import top_k_rankings
+from skill_assets.lib.retrieval.signals import lexical_document
 
 KINDS = ("skill_set", "naturalness", "taxonomy")
 KIND_TITLES = {"skill_set": "skill sets", "naturalness": "naturalness", "taxonomy": "taxonomy classes"}
@@ -53,10 +55,11 @@ def bm25_candidates(queries: list[dict], pool: list[dict], n: int, exclude: dict
     """
     if not queries or not pool or n <= 0:
         return {q["query_id"]: [] for q in queries}
-    docs = [skill_document(s["name"], s["description"], s["body"]) for s in pool]
     ids = [s["skill_id"] for s in pool]
+    index, _ = LexicalIndex.build_or_load([lexical_document(Skill(s["skill_id"], s["name"], s["description"], s["body"]))
+                                          for s in pool])
     widest = max((len(q["skill_ids"]) + len((exclude or {}).get(q["query_id"], ())) for q in queries), default=0)
-    rankings = bm25_rank(ids, docs, [q["query"] for q in queries], top_k=n + widest)
+    rankings = top_k_rankings(index.scores([q["query"] for q in queries]), ids, n + widest)
     out = {}
     for q, ranking in zip(queries, rankings):
         skip = set(q["skill_ids"]) | (exclude or {}).get(q["query_id"], set())

@@ -19,7 +19,6 @@ from pathlib import Path
 import polars as pl
 
 from skill_assets.lib.common.provenance import release_version
-from skill_assets.lib.review.outcomes import agreement_markdown
 
 SPLITS = ("train", "dev", "test")
 
@@ -30,12 +29,16 @@ def _write_jsonl(path: Path, rows) -> None:
             fh.write(json.dumps(row, ensure_ascii=False) + "\n")
 
 
+#: the card's review section where the caller gives no agreement table
+NO_REVIEW = "_No agreement figures were given for this release._"
+
+
 def _table(df: pl.DataFrame) -> str:
     return df.to_pandas().to_markdown(index=False) if df.height else "_none_"
 
 
 def dataset_card(version: str, skills: pl.DataFrame, queries: pl.DataFrame, skips: pl.DataFrame,
-                 audit: pl.DataFrame, review_rounds: pl.DataFrame | None = None) -> str:
+                 audit: pl.DataFrame, agreement: str = NO_REVIEW) -> str:
     kept = queries.filter(pl.col("split") != "excluded")
     by_dir_k = (kept.group_by("direction", "k").len().pivot(on="k", index="direction", values="len")
                 .fill_null(0).sort("direction")) if kept.height else pl.DataFrame()
@@ -59,18 +62,18 @@ def dataset_card(version: str, skills: pl.DataFrame, queries: pl.DataFrame, skip
         "## Audit flag rates (% of WRITE queries)", _table(audit_rates),
         "## Human review (`review_status` by split; agreement from `label_agreement`)",
         _table(kept.group_by("split", "review_status").len().sort("split", "review_status")),
-        agreement_markdown(review_rounds if review_rounds is not None else pl.DataFrame()),
+        agreement,
         "## Generator models", _table(kept.group_by("split", "generator_model").len().sort("split")),
         "## Corpus provenance and licenses", _table(provenance),
     ]) + "\n"
 
 
 def export_release(out_dir: Path, skills: pl.DataFrame, queries: pl.DataFrame, skips: pl.DataFrame,
-                   audit: pl.DataFrame, review_rounds: pl.DataFrame | None = None) -> Path:
+                   audit: pl.DataFrame, agreement: str = NO_REVIEW) -> Path:
     """Write the release folder and return it; ``skills`` needs a ``pool`` column, ``queries`` a ``split``.
 
-    The queries carry their ``review_status``; ``review_rounds`` (``label_agreement``'s round rows)
-    puts the reviewers' agreement in the card.
+    The queries carry their ``review_status``; ``agreement`` is the reviewers' agreement table for the card
+    (``lib.review.outcomes.agreement_markdown`` of ``label_agreement``'s round rows, rendered by the caller).
     """
     version = release_version(queries)
     root = out_dir / version
@@ -90,5 +93,5 @@ def export_release(out_dir: Path, skills: pl.DataFrame, queries: pl.DataFrame, s
     _write_jsonl(root / "r3" / "skills.jsonl",
                  ({"id": i, "text": f"{n} | {d} | {b}"}
                   for i, n, d, b in skills.select("skill_id", "name", "description", "body").iter_rows()))
-    (root / "README.md").write_text(dataset_card(version, skills, queries, skips, audit, review_rounds), encoding="utf-8")
+    (root / "README.md").write_text(dataset_card(version, skills, queries, skips, audit, agreement), encoding="utf-8")
     return root

@@ -14,7 +14,6 @@ from collections import Counter
 from pathlib import Path
 
 from skill_assets.lib.common.language import detect_language
-from skill_assets.lib.review.agreement import latest_items
 from skill_assets.lib.taxonomy.rules import TAXONOMY_CLASSES
 
 _CLASS = re.compile("|".join(sorted((c for c in TAXONOMY_CLASSES if c != "unknown"), key=len, reverse=True)))
@@ -26,8 +25,9 @@ def named_class(comment: str | None) -> str | None:
     return m.group(0) if m else None
 
 
-def review_labelled_rationales(tasks: list[dict], verdicts: list[dict], agreement: list[dict]) -> list[dict]:
-    """One row per settled pipeline taxonomy item: rationale, label, lang, item_id, outcome, shown_label."""
+def review_labelled_rationales(tasks: list[dict], verdicts: list[dict], latest: dict[str, dict]) -> list[dict]:
+    """One row per settled pipeline taxonomy item: rationale, label, lang, item_id, outcome, shown_label;
+    ``latest`` is each review item's latest agreement row (``lib.review.agreement.latest_items``)."""
     shown = {t["item_id"]: t for t in tasks if t["kind"] == "taxonomy"}
     named: dict[str, Counter] = {}
     for v in verdicts:
@@ -35,7 +35,7 @@ def review_labelled_rationales(tasks: list[dict], verdicts: list[dict], agreemen
             if cls := named_class(v.get("comment")):
                 named.setdefault(v["item_id"], Counter())[cls] += 1
     rows = []
-    for item_id, r in sorted(latest_items(agreement).items()):
+    for item_id, r in sorted(latest.items()):
         task = shown.get(item_id)
         if r["kind"] != "taxonomy" or r["status"] != "settled" or task is None or not task.get("rationale"):
             continue

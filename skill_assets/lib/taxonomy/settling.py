@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from skill_assets.lib.generation.llm_output import parse_generator_output
+from skill_assets.lib.common.llm_output import parse_generator_output
 
 _LABEL = re.compile(r"(?im)(?:^|(?<=[\s>.。]))\**\s*(?:thought|thinking|reasoning|reason|rationale|decision|verdict|answer"
                     r"|思考|理由|原因|决定|结论|判断)\s*\**\s*[:：]\s*\**")

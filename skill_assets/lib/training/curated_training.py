@@ -20,8 +20,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from skill_assets.lib.common.hashing import digest
-from skill_assets.lib.evaluation.curated_benchmark import CuratedRequest, UnresolvedSkillIds, unresolved
-from skill_assets.lib.evaluation.skill_groups import mapped_groups
+from skill_assets.lib.common.skill_groups import mapped_groups
+from skill_assets.lib.retrieval.requests import Request, UnresolvedSkillIds, unresolved
 
 
 @dataclass
@@ -34,7 +34,7 @@ class TrainingData:
     card: dict = field(default_factory=dict)
 
 
-def corpus_holds_curated(requests: Sequence[CuratedRequest], raw_ids: set[str]) -> bool:
+def corpus_holds_curated(requests: Sequence[Request], raw_ids: set[str]) -> bool:
     """True when every curated ground-truth id is a raw skill of the run, False when none is (another corpus,
     e.g. the demo's); a corpus holding only some is an error naming the missing ids, since training on part
     of the benchmark while its test split points at skills the run lacks would go unnoticed otherwise."""
@@ -57,7 +57,7 @@ def pipeline_only(train: list[dict], dev: list[dict], skills: list[dict], reason
 
 
 def with_curated(pipeline_train: list[dict], pipeline_dev: list[dict], train_pool_skills: list[dict],
-                 all_skills: Mapping[str, dict], requests: Sequence[CuratedRequest], kept_of: Mapping[str, str],
+                 all_skills: Mapping[str, dict], requests: Sequence[Request], kept_of: Mapping[str, str],
                  data_version: str) -> TrainingData:
     """The pipeline's train queries plus the curated train split, the curated dev split for selection.
 
@@ -94,6 +94,6 @@ def with_curated(pipeline_train: list[dict], pipeline_dev: list[dict], train_poo
         "curated_test_skills_out_of_training_pool": len(test_skills & pool_ids)})
 
 
-def curated_data_version(requests: Sequence[CuratedRequest]) -> str:
+def curated_data_version(requests: Sequence[Request]) -> str:
     """Hash of every request's id, split and ground truth: changes whenever what a model could see changes."""
     return digest(repr(sorted((r.id, r.split, r.query, r.groups) for r in requests)))[:12]

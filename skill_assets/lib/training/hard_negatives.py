@@ -13,8 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from skill_assets.lib.common.hashing import normalise_name
-from skill_assets.lib.corpus.minhash import jaccard, word_tokens
+from skill_assets.lib.common.hashing import jaccard, normalise_name, word_tokens
 
 
 @dataclass(frozen=True)

@@ -23,9 +23,12 @@ from pathlib import Path
 
 from skill_assets.lib.common.hashing import digest
 from skill_assets.lib.common.metrics import mean_metrics, per_query_metrics
-from skill_assets.lib.common.retrieval import bm25_rank, dense_rank, rerank
+from skill_assets.lib.common.skill_groups import collapse_rankings, singleton_groups
 from skill_assets.lib.common.skill_text import ENCODER_CAPS, RERANKER_CAPS, skill_document
-from skill_assets.lib.evaluation.skill_groups import collapse_rankings, singleton_groups
+from skill_assets.lib.retrieval.lexical import LexicalIndex
+from skill_assets.lib.retrieval.pools import Skill
+from skill_assets.lib.retrieval.ranking import rerank, top_k_rankings
+from skill_assets.lib.retrieval.signals import lexical_document
 from skill_assets.lib.training.embedder_training import build_loss as embedder_loss
 from skill_assets.lib.training.embedder_training import (
     embedder_batch_loss,
@@ -125,9 +128,9 @@ RERANK_DEPTH = 20  # the first-stage candidates a reranker rescores (both papers
 
 def first_stage_rankings(first_stage, skills: list[dict], queries: list[dict], query_prompt: str, depth: int) -> list:
     docs = [skill_document(s["name"], s["description"], s["body"], ENCODER_CAPS) for s in skills]
-    return dense_rank([s["skill_id"] for s in skills], first_stage.encode(docs, normalize_embeddings=True),
-                      first_stage.encode([query_prompt + q["query"] for q in queries], normalize_embeddings=True),
-                      depth)
+    sims = (first_stage.encode([query_prompt + q["query"] for q in queries], normalize_embeddings=True)
+            @ first_stage.encode(docs, normalize_embeddings=True).T)
+    return top_k_rankings(sims, [s["skill_id"] for s in skills], depth)
 
 
 def embedder_ndcg10(model, skills: list[dict], queries: list[dict], query_prompt: str = "") -> float:
@@ -205,7 +208,9 @@ def mine_negatives(rule: str, queries: list[dict], skills: list[dict], teacher, 
     query_emb = teacher.encode([query_prompt + q["query"] for q in queries], normalize_embeddings=True)
     positives = [[index[s] for s in q["skill_ids"] if s in index] for q in queries]
     if rule == "skillrouter":
-        bm25 = bm25_rank([s["skill_id"] for s in skills], docs, [q["query"] for q in queries], 20)
+        lexical, _ = LexicalIndex.build_or_load([lexical_document(Skill(s["skill_id"], s["name"], s["description"],
+                                                                        s["body"])) for s in skills])
+        bm25 = top_k_rankings(lexical.scores([q["query"] for q in queries]), [s["skill_id"] for s in skills], 20)
         mined, removed = mine_skillrouter_negatives(query_emb, skill_emb, skills, positives,
                                                     [[index[s] for s, _ in r] for r in bm25], seed)
         return {q["query_id"]: [skills[j]["skill_id"] for j in m] for q, m in zip(queries, mined)}, removed

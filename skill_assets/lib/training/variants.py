@@ -44,4 +44,3 @@ RERANKER_VARIANTS = {v.name: v for v in [
     RerankerVariant("pointwise", "-", "pointwise_bce", "none", 20),
 ]}
 
-DEFAULT_VARIANT = "r3"

@@ -12,14 +12,15 @@ import polars as pl
 import pytest
 
 from skill_assets.definitions import defs
-from skill_assets.defs.resources import DuckDBStore, bundled_minilm, default_resources
+from skill_assets.defs.resources import DuckDBStore, default_resources
 from skill_assets.lib.common import store as store_lib
+from skill_assets.lib.common.bundled_models import bundled_minilm
 from skill_assets.lib.common.tables import frame
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 #: the router's signals alone and RRF of each pair join them (no router_fusion here, so no fusion systems), and the
 #: router a user of this store gets (the shipped one)
-SYSTEMS = {"bm25", "embedder:base", "embedder:r3", "reranker:r3", "signal:bm25", "signal:dense", "signal:multilingual",
+SYSTEMS = {"bm25", "embedder:base", "embedder:r3", "reranker:r3", "multilingual",
            "rrf:bm25+dense", "rrf:bm25+multilingual", "rrf:dense+multilingual", "router:default"}
 
 

@@ -120,10 +120,9 @@ def test_a_slow_single_slot_server_answers_every_record_with_no_wasted_generatio
     """The bundled llama.cpp server generates one request at a time and never stops one it started. Against a
     slow single-slot server the bundled-server settings write every record, each prompt generated once; the
     endpoint settings (2 in flight, a timeout that counts the queue, SDK retries) waste generations and fail."""
-    from fault_server import FaultServer
-
     from skill_assets.defs.generation.assets import JOURNAL_DIR
     from skill_assets.defs.resources import LOCAL_SERVER
+    from skill_assets.lib.generation.fault_server import FaultServer
     from skill_assets.materialize import configured_resources
 
     instance = dg.DagsterInstance.ephemeral()

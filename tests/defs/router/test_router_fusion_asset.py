@@ -15,14 +15,15 @@ import pytest
 from bilingual_pool import REQUESTS, SKILLS
 
 from skill_assets.definitions import defs
-from skill_assets.defs.resources import DuckDBStore, bundled_minilm, default_resources
+from skill_assets.defs.resources import DuckDBStore, default_resources
 from skill_assets.lib.common import store as store_lib
+from skill_assets.lib.common.bundled_models import bundled_minilm
 from skill_assets.lib.common.tables import frame
+from skill_assets.lib.evaluation.report import signal_ablation_table
 from skill_assets.router import Router, Skill
-from skill_assets.router.systems import ablation_table
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-ROUTER_SYSTEMS = {"signal:bm25", "signal:dense", "signal:multilingual", "rrf:bm25+dense", "rrf:bm25+multilingual",
+ROUTER_SYSTEMS = {"bm25", "multilingual", "rrf:bm25+dense", "rrf:bm25+multilingual",
                   "rrf:dense+multilingual", "fusion", "fusion+reranker:r3", "router:default"}
 
 
@@ -70,7 +71,7 @@ def test_router_fusion_registers_a_model_with_its_card(db):
     router = Router.from_store(db, reranker="none", fusion=row["path"])
     assert router.fusion is not None and router.fusion.kind == row["kind"] and router.selection.as_dict() == card["selection"]
     router.index([Skill(sid, *fields) for sid, fields in SKILLS.items()])
-    (routed,) = router.route_requests(["帮我写一封应聘数据分析师岗位的求职信"], top_k=3)
+    (routed,) = router.route(["帮我写一封应聘数据分析师岗位的求职信"], top_k=3)
     assert set(routed.ranking[0].signals) == {"bm25", "dense", "multilingual", "fused"}
 
 
@@ -85,7 +86,7 @@ def test_every_router_system_has_runs_and_metrics(db):
     hit = {r["system"]: r["value"] for r in metrics.filter((pl.col("split") == "test") & (pl.col("slice") == "all")
                                                             & (pl.col("metric") == "hit@1")).to_dicts()}
     assert ROUTER_SYSTEMS <= set(hit)
-    assert hit["fusion"] >= hit["signal:bm25"]
-    table = ablation_table(metrics, "test")
-    assert set(table["system"]) == ROUTER_SYSTEMS
+    assert hit["fusion"] >= hit["bm25"]
+    table = signal_ablation_table(metrics, "test")
+    assert set(table["system"]) == ROUTER_SYSTEMS | {s for s in hit if s.startswith("embedder:")}
     assert table.columns == ["system", "all", "en2en", "en2zh", "zh2en", "zh2zh"]

@@ -12,7 +12,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 @pytest.fixture(scope="module")
 def minilm():
-    from skill_assets.defs.resources import bundled_minilm
+    from skill_assets.lib.common.bundled_models import bundled_minilm
     from skill_assets.lib.training.model_training import load_bi_encoder
 
     return load_bi_encoder(bundled_minilm())

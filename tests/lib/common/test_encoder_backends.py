@@ -12,13 +12,11 @@ import pytest
 from skill_assets.lib.common import encoder_backends
 from skill_assets.lib.common.encoder_backends import (
     QualityGate,
-    RankGate,
     bf16_encode,
     choose_encoder,
-    choose_scorer,
     torch_encode,
-    torch_score,
 )
+from skill_assets.lib.common.scorer_backends import RankGate, choose_scorer, torch_score
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -37,7 +35,7 @@ class QuietMeter(encoder_backends.CpuMeter):
 
 @pytest.fixture(scope="module")
 def minilm():
-    from skill_assets.defs.resources import bundled_minilm
+    from skill_assets.lib.common.bundled_models import bundled_minilm
     from skill_assets.lib.training.model_training import load_bi_encoder
 
     return load_bi_encoder(bundled_minilm(), max_seq_length=256)
@@ -111,7 +109,7 @@ def cross_encoder():
     import torch
     from sentence_transformers import CrossEncoder
 
-    from skill_assets.defs.resources import bundled_minilm
+    from skill_assets.lib.common.bundled_models import bundled_minilm
 
     torch.manual_seed(0)  # the bundled MiniLM has no classification head: a seeded random one
     model = CrossEncoder(bundled_minilm(), num_labels=1, device="cpu")
@@ -147,7 +145,7 @@ def test_scorer_falls_back_when_order_is_not_kept_or_torch_is_asked(cross_encode
 
 
 def test_bf16_scorer_keeps_the_order_and_auto_falls_through_when_it_is_not_faster(cross_encoder, tmp_path):
-    from skill_assets.lib.common.encoder_backends import bf16_score
+    from skill_assets.lib.common.scorer_backends import bf16_score
 
     got, want = bf16_score(cross_encoder, 32)(PAIRS), torch_score(cross_encoder, 32)(PAIRS)
     assert got.shape == want.shape and np.max(np.abs(got - want)) < 0.02
@@ -261,7 +259,7 @@ def test_speedup_is_the_fastest_of_interleaved_pairs(tmp_path):
     # fp32 2.0 s, bf16 1.0 s; another job slows one fp32 run and one bf16 run
     exact = _fake_encoder(meter, "fp32", [0.1, 2.0, 9.0, 2.1], calls)
     fast = _fake_encoder(meter, "bf16", [0.1, 1.0, 1.1, 5.0], calls)
-    choice = encoder_backends._try_bf16(fast, exact, tmp_path, TEXTS, QualityGate(), encoder_backends.EncoderChoice,
+    choice = encoder_backends.try_bf16(fast, exact, tmp_path, TEXTS, QualityGate(), encoder_backends.EncoderChoice,
                                         meter)
     assert calls == ["bf16", "fp32", "fp32", "bf16", "bf16", "fp32", "fp32", "bf16"]  # warm-up, then A B, B A, A B
     assert choice.backend == "torch-bf16" and "2.00× fp32" in choice.reason
@@ -275,9 +273,9 @@ def test_a_speed_verdict_timed_under_contention_is_not_cached(tmp_path):
         meter = FakeMeter(competing)
         # under contention bf16 loses (0.77×), as measured beside a CPU hog; quiet, it wins (1.63×)
         fp32, bf16 = (1.0, 1.3) if competing else (1.63, 1.0)
-        return encoder_backends._try_bf16(_fake_encoder(meter, "bf16", [0.1] + [bf16] * 3, calls),
+        return encoder_backends.try_bf16(_fake_encoder(meter, "bf16", [0.1] + [bf16] * 3, calls),
                                           _fake_encoder(meter, "fp32", [0.1] + [fp32] * 3, calls),
-                                          tmp_path, TEXTS, gate, encoder_backends.EncoderChoice, meter)
+                                         tmp_path, TEXTS, gate, encoder_backends.EncoderChoice, meter)
 
     busy = attempt(competing=1.0)
     assert busy.backend == "torch" and "0.77× fp32" in busy.reason

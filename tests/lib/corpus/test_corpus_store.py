@@ -1,9 +1,9 @@
 """Corpus tables built through the store: streamed ingest, dedup reading texts back from DuckDB."""
 import duckdb
 
+from skill_assets.lib.common.sources import SourceSpec
 from skill_assets.lib.corpus.corpus_store import dedup_in_store, ingest_into_store
 from skill_assets.lib.corpus.dedup import DedupConfig
-from skill_assets.lib.corpus.sources import SourceSpec
 
 BODY = " ".join(f"Step {i}: check the compose service number {i} and read its logs carefully." for i in range(40))
 

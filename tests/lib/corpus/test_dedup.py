@@ -3,7 +3,7 @@ import random
 import numpy as np
 import pytest
 
-from skill_assets.lib.common.hashing import content_hash, digest, normalise_name
+from skill_assets.lib.common.hashing import content_hash, digest, jaccard, normalise_name, word_tokens
 from skill_assets.lib.corpus.dedup import (
     DedupConfig,
     deduplicate,
@@ -13,11 +13,9 @@ from skill_assets.lib.corpus.dedup import (
 )
 from skill_assets.lib.corpus.minhash import (
     MinHasher,
-    jaccard,
     jaccard_hashes,
     lsh_candidate_pairs,
     shingle_hashes_batch,
-    word_tokens,
 )
 
 VOCAB = (

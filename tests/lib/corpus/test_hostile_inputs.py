@@ -26,11 +26,11 @@ from hostile_inputs import (
 )
 
 import skill_assets.lib.corpus.ingest as ingest_mod
-from skill_assets.lib.corpus.archives import ArchiveLimits
+from skill_assets.lib.common.archives import ArchiveLimits
+from skill_assets.lib.common.sources import SourceSpec
 from skill_assets.lib.corpus.corpus_store import dedup_in_store, ingest_into_store
 from skill_assets.lib.corpus.dedup import DedupConfig
 from skill_assets.lib.corpus.ingest import UNCOUNTED_REASONS, ingest_sources
-from skill_assets.lib.corpus.sources import SourceSpec
 from skill_assets.lib.corpus.workspace import PREFIX, ingest_workdir
 
 pytestmark = pytest.mark.timeout(600)

@@ -6,11 +6,11 @@ from pathlib import Path
 import pytest
 
 import skill_assets.lib.corpus.ingest as ingest_mod
+from skill_assets.lib.common.frontmatter import SkillParseError
 from skill_assets.lib.common.hashing import content_hash, digest, normalise_name
-from skill_assets.lib.corpus.frontmatter import SkillParseError
+from skill_assets.lib.common.skill_files import FolderReject, walk_skill_files
+from skill_assets.lib.common.sources import SourceSpec
 from skill_assets.lib.corpus.ingest import ingest_sources, read_skill_file
-from skill_assets.lib.corpus.skill_files import FolderReject, walk_skill_files
-from skill_assets.lib.corpus.sources import SourceSpec
 
 GOOD_EN = "---\nname: Git Rebase Helper\ndescription: Helps rebase feature branches onto main\nversion: 3\n---\n# Rebase\nUse interactive rebase to squash commits before merging.\n"
 GOOD_ZH = "---\nname: 数据清洗\ndescription: 清洗表格数据并处理缺失值\n---\n# 数据清洗\n使用这个技能来清洗数据，删除重复行并填补缺失值。\n"

@@ -2,9 +2,9 @@
 import os
 
 from skill_assets.lib.common import store
+from skill_assets.lib.common.sources import SourceSpec
 from skill_assets.lib.corpus.corpus_store import dedup_in_store, ingest_into_store
 from skill_assets.lib.corpus.dedup import DedupConfig
-from skill_assets.lib.corpus.sources import SourceSpec
 
 
 def test_every_real_file_is_parsed_or_quarantined_and_every_duplicate_points_at_a_kept_skill(shared_corpus, tmp_path):

@@ -12,10 +12,8 @@ import pytest
 
 from skill_assets.lib.evaluation.curated_benchmark import (
     CuratedFormatError,
-    UnresolvedSkillIds,
     load_rejections,
     load_requests,
-    require_in_pool,
     split_skills,
 )
 from skill_assets.lib.evaluation.external_benchmarks import (
@@ -24,6 +22,7 @@ from skill_assets.lib.evaluation.external_benchmarks import (
     load_benchmark,
     load_benchmark_specs,
 )
+from skill_assets.lib.retrieval.requests import UnresolvedSkillIds, require_in_pool
 
 FIXTURE = Path(__file__).resolve().parents[2] / "data" / "curated"
 POOL = FIXTURE / "pool"
@@ -88,9 +87,9 @@ def test_curated_layout_scores_the_test_split_over_the_whole_pool_with_copy_grou
     assert len(bench.skills) == 10  # every parseable SKILL.md of every repository; the broken file is not a skill
     by_id = {q.id: q for q in bench.queries}
     # the mirror's identical document joins the group the writer listed; the listed fork stays in it
-    assert by_id["t-001"].skill_groups == (("alpha__skills/skills/docker-networking", "beta__mirror/docker-net-fork",
+    assert by_id["t-001"].groups == (("alpha__skills/skills/docker-networking", "beta__mirror/docker-net-fork",
                                             "beta__mirror/skills/docker-networking"),)
-    assert len(by_id["t-002"].skill_groups) == 2 and by_id["t-004"].direction == "zh2zh"
+    assert len(by_id["t-002"].groups) == 2 and by_id["t-004"].direction == "zh2zh"
     assert by_id["t-003"].unknown_skill_ids == ()
 
 

@@ -2,6 +2,8 @@
 import numpy as np
 import polars as pl
 
+from skill_assets.lib.common.skill_groups import singleton_groups
+from skill_assets.lib.evaluation.metric_tables import metric_rows
 from skill_assets.lib.evaluation.report import (
     ablation_table,
     breakdown_table,
@@ -17,8 +19,6 @@ from skill_assets.lib.evaluation.report import (
     to_markdown,
     training_data_table,
 )
-from skill_assets.lib.evaluation.skill_groups import singleton_groups
-from skill_assets.lib.evaluation.systems import metric_rows
 
 PNG = b"\x89PNG\r\n\x1a\n"
 

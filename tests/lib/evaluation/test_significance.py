@@ -1,6 +1,6 @@
 import numpy as np
 
-from skill_assets.lib.evaluation.significance import paired_bootstrap
+from skill_assets.lib.common.significance import paired_bootstrap
 
 
 def test_clear_improvement_is_significant_and_noise_is_not():

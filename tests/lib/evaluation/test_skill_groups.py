@@ -2,14 +2,14 @@
 import numpy as np
 
 from skill_assets.lib.common.metrics import per_query_metrics
-from skill_assets.lib.evaluation.skill_groups import (
+from skill_assets.lib.common.skill_groups import (
     collapse_ranking,
     collapse_rankings,
     mapped_groups,
     singleton_groups,
     with_identical_copies,
 )
-from skill_assets.lib.evaluation.systems import metric_rows
+from skill_assets.lib.evaluation.metric_tables import metric_rows
 
 DOCKER = ("a/docker", "b/docker-fork", "c/docker-zh")
 NGINX = ("a/nginx",)

@@ -19,8 +19,8 @@ from pathlib import Path
 import duckdb
 import openai
 import pytest
-from fault_server import FaultServer, prompt_hash, synthetic_items
 
+from skill_assets.lib.generation.fault_server import FaultServer, prompt_hash, synthetic_items
 from skill_assets.lib.generation.llm_client import GenerationLimits, LLMResponse, SamplingParams, request_key
 from skill_assets.lib.generation.local_llm_server import free_port
 from skill_assets.lib.generation.pricing import ModelPrice
@@ -242,7 +242,7 @@ def test_killed_process_loses_at_most_in_flight_requests(tmp_path):
     db = tmp_path / "s.duckdb"
     key_of = {prompt_hash(it.messages): request_key(it.template_version, it.model, PARAMS, it.messages) for it in items}
     with FaultServer(latency_s=0.05) as fs:
-        proc = subprocess.Popen([sys.executable, str(REPO / "tests" / "fault_server.py"), "generate", "--db", str(db),
+        proc = subprocess.Popen([sys.executable, "-m", "skill_assets.lib.generation.fault_server", "generate", "--db", str(db),
                                  "--url", fs.url, "--n", str(n), "--concurrency", str(concurrency)], cwd=REPO)
         deadline = time.monotonic() + 60
         while sum(fs.completed.values()) < 40 and time.monotonic() < deadline and proc.poll() is None:

@@ -13,9 +13,9 @@ import dagster as dg
 import duckdb
 import openai
 import pytest
-from fault_server import synthetic_items
 from generation_inputs import single_skill_combinations, synthetic_skills, write_generation_inputs
 
+from skill_assets.lib.generation.fault_server import synthetic_items
 from skill_assets.lib.generation.llm_client import GenerationLimits, SamplingParams, redact, redacted_excerpt
 from skill_assets.lib.generation.records import generate, summarize
 from skill_assets.lib.generation.response_cache import CACHE_TABLE, ResponseCache

@@ -5,6 +5,7 @@ import duckdb
 import polars as pl
 
 from skill_assets.lib.common.tables import frame
+from skill_assets.lib.review.outcomes import agreement_markdown
 from skill_assets.lib.splits.release import export_release
 
 
@@ -58,7 +59,7 @@ def test_release_carries_the_review_state_and_its_agreement(tmp_path):
     rounds = pl.DataFrame([{"kind": "skill_set", "round": 1, "n_items": 40, "n_reviewers": 3, "agreement": 0.95,
                             "disagreement_rate": 0.05, "kappa": 0.81, "kappa_method": "fleiss", "per_skill_kappa": 0.9,
                             "mean_rating": None}])
-    root = export_release(tmp_path, skills, queries, skips, audit, rounds)
+    root = export_release(tmp_path, skills, queries, skips, audit, agreement_markdown(rounds))
     assert pl.read_parquet(root / "queries" / "test.parquet")["review_status"].to_list() == ["corrected"]
     card = (root / "README.md").read_text()
     review = card.split("## Human review")[1].split("\n## ")[0]

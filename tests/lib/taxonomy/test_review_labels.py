@@ -1,4 +1,5 @@
 """Reviewers' taxonomy verdicts become labelled rationales: confirmed, corrected, or left out."""
+from skill_assets.lib.review.agreement import latest_items
 from skill_assets.lib.taxonomy.review_labels import named_class, review_labelled_rationales
 
 
@@ -35,6 +36,6 @@ def test_settled_items_become_labelled_rationales():
                 _verdict("taxonomy:d", "r1", "incorrect", "audience_mismatch")]
     agreement = [_agreement("taxonomy:a", "settled", "correct"), _agreement("taxonomy:b", "settled", "incorrect"),
                  _agreement("taxonomy:c", "settled", "incorrect"), _agreement("taxonomy:d", "disputed", None)]
-    rows = review_labelled_rationales(tasks, verdicts, agreement)
+    rows = review_labelled_rationales(tasks, verdicts, latest_items(agreement))
     assert [(r["item_id"], r["label"], r["outcome"], r["lang"]) for r in rows] == [
         ("taxonomy:a", "domain_mismatch", "confirmed", "en"), ("taxonomy:b", "audience_mismatch", "corrected", "zh")]

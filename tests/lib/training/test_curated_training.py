@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from skill_assets.defs.resources import bundled_minilm
-from skill_assets.lib.evaluation.curated_benchmark import UnresolvedSkillIds, load_requests
+from skill_assets.lib.common.bundled_models import bundled_minilm
+from skill_assets.lib.evaluation.curated_benchmark import load_requests
+from skill_assets.lib.retrieval.requests import UnresolvedSkillIds
 from skill_assets.lib.training.curated_training import corpus_holds_curated, curated_data_version, with_curated
 from skill_assets.lib.training.model_training import TrainingSettings, train_embedder
 from skill_assets.lib.training.variants import EMBEDDER_VARIANTS

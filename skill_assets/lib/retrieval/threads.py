@@ -1,14 +1,11 @@
-"""Exact top-k over a pool's score matrix, and the BLAS thread limit for per-request similarity products."""
+"""Thread limits for per-request work: BLAS for similarity products, torch while a few queries are encoded."""
 from __future__ import annotations
 
 import contextlib
 import functools
 from collections.abc import Iterator
 
-import numpy as np
 from threadpoolctl import ThreadpoolController
-
-from skill_assets.lib.common.retrieval import Ranking
 
 #: queries per search below which the similarity product runs single-threaded
 SMALL_BATCH = 64
@@ -43,14 +40,3 @@ def request_threads(n_queries: int) -> Iterator[None]:
         yield
     finally:
         torch.set_num_threads(before)
-
-
-def top_k_rows(scores: np.ndarray, ids: list[str], top_k: int) -> list[Ranking]:
-    """Per row of a (queries, pool) score matrix, the ``top_k`` skills best first (exact; ties keep pool order)."""
-    k = min(top_k, scores.shape[1])
-    out: list[Ranking] = []
-    for row in scores:
-        top = np.argpartition(-row, k - 1)[:k] if k < len(row) else np.arange(len(row))
-        top = top[np.argsort(-row[top], kind="stable")]
-        out.append([(ids[j], float(row[j])) for j in top])
-    return out

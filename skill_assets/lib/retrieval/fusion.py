@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from skill_assets.lib.common.language import DIRECTIONS, detect_language, script_counts
+from skill_assets.lib.retrieval.ranking import top_rows
 
 PAIRS = tuple(DIRECTIONS)  # "<skill language>2<query language>"
 DEFAULT_DEPTH = 50
@@ -86,8 +87,7 @@ def candidates(scores: dict[str, np.ndarray], signals: Sequence[str], queries: S
         rows_by_signal, ranks = [], []
         for s in signals:
             row = scores[s][qi]
-            top = np.argpartition(-row, d - 1)[:d] if d < n_pool else np.arange(n_pool)
-            top = top[np.argsort(-row[top], kind="stable")]
+            top = top_rows(row, d)
             rank = np.full(n_pool, d + 1, dtype=np.float32)
             rank[top] = np.arange(1, len(top) + 1)
             rows_by_signal.append(top)
@@ -157,6 +157,12 @@ class FusionModel:
         if self.kind == "linear":
             return _linear_design(c) @ np.asarray(self.coef, dtype=np.float32) + self.intercept
         return np.asarray(self.booster.predict(_tree_design(c), num_threads=1), dtype=np.float32)
+
+    def rank(self, c: Candidates) -> tuple[np.ndarray, np.ndarray]:
+        """(positions into ``c`` best first, fused score of each candidate in ``c``'s order): the one fused
+        ordering, which routing, the system runner and fitting all read."""
+        s = self.score(c)
+        return np.argsort(-s, kind="stable"), s
 
     def weights_by_language(self) -> dict[str, dict[str, float]]:
         """Linear only: the effective weight of every feature, and the bias, within a language and across languages

@@ -1,6 +1,6 @@
 import pytest
 
-from skill_assets.lib.corpus.frontmatter import ParsedSkill, SkillParseError, parse_skill_markdown
+from skill_assets.lib.common.frontmatter import ParsedSkill, SkillParseError, parse_skill_markdown
 
 
 def test_parses_bom_crlf_tabs_and_keeps_extra_keys():

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from skill_assets.lib.common.sources import SourceError, SourceSpec, detect_license, load_source_specs, prepare_source
 from skill_assets.lib.corpus.ingest import ingest_sources
-from skill_assets.lib.corpus.sources import SourceError, SourceSpec, detect_license, load_source_specs, prepare_source
 
 SKILL = "---\nname: {name}\ndescription: Does {name} things.\n---\n\n# {name}\n\nSteps for {name}.\n"
 MIT = "MIT License\n\nPermission is hereby granted, free of charge, to any person obtaining a copy"

@@ -18,15 +18,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
-from skill_assets.lib.evaluation.significance import bootstrap_interval, paired_bootstrap
-from skill_assets.router.benchmark_requests import Request, group_metrics
-
-if TYPE_CHECKING:
-    from skill_assets.router.routing import Router
+from skill_assets.lib.common.bundled_models import bundled_minilm
+from skill_assets.lib.common.significance import bootstrap_interval, paired_bootstrap
+from skill_assets.lib.retrieval.defaults import shipped_router
+from skill_assets.lib.retrieval.engine import Engine
+from skill_assets.lib.retrieval.pools import Skill
+from skill_assets.lib.retrieval.requests import Request, group_metrics
 
 MIN_TRAIN_REQUESTS = 100
 MIN_DEV_REQUESTS = 50
@@ -71,7 +71,40 @@ def judge(part: str, train_requests: int, dev_requests: int, disjoint: bool,
     return Verdict(True, f"{part} beats the default: {line}", delta, interval)
 
 
-def routed_metric(router: Router, requests: Sequence[Request], use_reranker: bool) -> np.ndarray:
-    """Per-request ``DEV_METRIC`` of what ``router.route_requests`` ranks (copies collapsed onto their groups)."""
-    routed = router.route_requests([r.query for r in requests], top_k=10, use_reranker=use_reranker)
+def routed_metric(engine: Engine, requests: Sequence[Request], use_reranker: bool) -> np.ndarray:
+    """Per-request ``DEV_METRIC`` of what ``engine.route`` ranks (copies collapsed onto their groups)."""
+    routed = engine.route([r.query for r in requests], top_k=10, use_reranker=use_reranker)
     return group_metrics([[x.skill_id for x in one.ranking] for one in routed], requests)[DEV_METRIC]
+
+
+def adoption_verdicts(requests: Sequence[Request], fitted: Engine, skills: Sequence[Skill],
+                      reranker: tuple[str, int] | None = None) -> dict[str, Verdict]:
+    """The rule's verdicts on a fusion just fitted (``fitted``, indexed over ``skills``) and on a store's reranker
+    (``(path, train requests)``), both on the fusion's dev split. The shipped router (bundled MiniLM) is indexed
+    over the same pool only when a comparison is due."""
+    train, dev = ({r.id for r in requests if r.split == s} for s in ("train", "dev"))
+    dev_requests = [r for r in requests if r.split == "dev"]
+    disjoint = bool(dev) and not train & dev
+    shipped: list[Engine] = []
+
+    def shipped_engine() -> Engine:
+        if not shipped:
+            fusion, cut = shipped_router()
+            shipped.append(Engine(bundled_minilm(), cache_dir=fitted.cache_dir, fusion=fusion, selection=cut,
+                                  log=fitted.log))
+            shipped[0].index(list(skills))
+        return shipped[0]
+
+    verdicts = {"fusion": judge("the store's fusion", len(train), len(dev), disjoint,
+                                lambda: (routed_metric(fitted, dev_requests, False),
+                                         routed_metric(shipped_engine(), dev_requests, False)))}
+    if reranker:
+        path, trained = reranker
+
+        def with_reranker() -> tuple:
+            used = fitted if verdicts["fusion"].adopt else shipped_engine()
+            used.reranker_path = path
+            return routed_metric(used, dev_requests, True), routed_metric(used, dev_requests, False)
+
+        verdicts["reranker"] = judge("the store's reranker", trained, len(dev), disjoint, with_reranker)
+    return verdicts

@@ -11,8 +11,8 @@ Every signal scores the whole pool for a request; ``fusion`` turns those scores 
 from __future__ import annotations
 
 from skill_assets.lib.common.language import detect_language
-from skill_assets.lib.common.skill_text import TextCaps, skill_document
-from skill_assets.router.pools import Skill
+from skill_assets.lib.common.skill_text import ENCODER_CAPS, TextCaps, skill_document
+from skill_assets.lib.retrieval.pools import Skill
 
 SIGNALS = ("bm25", "dense", "multilingual")
 #: what the multilingual encoder reads. Hit@1 of USE alone on the provisional curated train + dev
@@ -23,6 +23,11 @@ MULTILINGUAL_CAPS = TextCaps(description_chars=1000, body_chars=600)
 #: 1,200 → 0.544, 2,500 → 0.559, 5,000 → 0.553, 30,000 → 0.520 (a long body's tail is examples and
 #: reference tables that match everything); jieba words instead of bigrams: 0.505 (zh2zh 0.79 vs 0.92)
 LEXICAL_BODY_CHARS = 2_500
+
+
+def dense_document(skill: Skill) -> str:
+    """The capped document the bi-encoders are trained on."""
+    return skill_document(skill.name, skill.description, skill.body, ENCODER_CAPS)
 
 
 def lexical_document(skill: Skill) -> str:

@@ -16,9 +16,9 @@ import numpy as np
 
 from skill_assets.lib.common.embedding_cache import model_fingerprint
 from skill_assets.lib.common.hashing import digest
-from skill_assets.router.chunking import best_piece, chunk_embeddings
-from skill_assets.router.index_cache import EmbeddingStore, embed_documents
-from skill_assets.router.search import SMALL_BATCH, request_threads, search_threads
+from skill_assets.lib.retrieval.chunking import best_piece, chunk_embeddings
+from skill_assets.lib.retrieval.document_cache import EmbeddingStore, embed_documents
+from skill_assets.lib.retrieval.threads import SMALL_BATCH, request_threads, search_threads
 
 USE_MULTILINGUAL = "usem3"
 #: characters per piece of a long request (USE reads any length, but one embedding of a whole task

@@ -17,11 +17,13 @@ from pathlib import Path
 import numpy as np
 
 from skill_assets.lib.common.hashing import digest
-from skill_assets.router.benchmark_requests import Request, mean_group_metrics
-from skill_assets.router.fusion import GRID, Candidates, FusionModel, feature_names, fit
-from skill_assets.router.registry import SELECTION_FILE
-from skill_assets.router.selection import DEFAULT_CAP, SelectionCut, Similarity, fit_cut, set_scores
+from skill_assets.lib.retrieval.fusion import GRID, Candidates, FusionModel, feature_names, fit
+from skill_assets.lib.retrieval.requests import Request, mean_group_metrics
+from skill_assets.lib.retrieval.selection import DEFAULT_CAP, SelectionCut, Similarity, fit_cut, set_scores
 
+#: the selection cut saved beside a fusion model, and the card of the pair
+SELECTION_FILE = "selection.json"
+CARD_FILE = "skill_assets_card.json"
 #: what "best on dev" means
 DEV_OBJECTIVE = ("hit@1", "ndcg@10", "fc@10", "set_compat")
 
@@ -43,8 +45,7 @@ def ranked(model: FusionModel, cands: Sequence[Candidates], ids: Sequence[str]
     """(skill ids best first, their fused scores) per request."""
     out_ids, out_scores = [], []
     for c in cands:
-        s = model.score(c)
-        order = np.argsort(-s, kind="stable")
+        order, s = model.rank(c)
         out_ids.append([ids[c.rows[j]] for j in order])
         out_scores.append(s[order])
     return out_ids, out_scores
@@ -118,8 +119,17 @@ def train_fusion(candidates_of: Callable[[list[str]], list[Candidates]], ids: Se
 
 
 def save_router_model(result: FusionFit, directory: Path) -> Path:
-    """The fusion model, its selection cut and its card in one folder (``registry.load_fusion`` reads it)."""
+    """The fusion model, its selection cut and its card in one folder (``load_router_model`` reads it)."""
     result.model.save(directory)
     (directory / SELECTION_FILE).write_text(json.dumps(result.cut.as_dict(), indent=2))
-    (directory / "skill_assets_card.json").write_text(json.dumps(result.card, indent=2, ensure_ascii=False))
+    (directory / CARD_FILE).write_text(json.dumps(result.card, indent=2, ensure_ascii=False))
     return directory
+
+
+def load_router_model(directory: str | Path) -> tuple[FusionModel, SelectionCut | None]:
+    """(fusion model, selection cut) saved in ``directory`` by ``save_router_model``."""
+    directory = Path(directory)
+    if not directory.is_dir():
+        raise FileNotFoundError(f"fusion model folder {directory} does not exist")
+    cut = directory / SELECTION_FILE
+    return FusionModel.load(directory), (SelectionCut.from_dict(json.loads(cut.read_text())) if cut.is_file() else None)

@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from skill_assets.lib.corpus.frontmatter import (
+from skill_assets.lib.common.frontmatter import (
     DEFAULT_LIMITS,
     FrontMatterLimits,
     ParsedSkill,

@@ -1,0 +1,106 @@
+"""The dense signal: a bi-encoder over the pool's documents, their embeddings cached on disk.
+
+The model (a sentence-transformers folder: the bundled MiniLM or a trained embedder) is loaded
+once, lazily: a fully cached pool needs no model. Documents are embedded by the backend
+``encoder_backends.choose_encoder`` picks (bf16 where this CPU runs it natively and agrees with
+fp32), requests by the model as is; a long request scores by its best piece.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+from skill_assets.lib.common.embedding_cache import model_fingerprint
+from skill_assets.lib.common.encoder_backends import backend_key, choose_encoder
+from skill_assets.lib.common.hashing import digest
+from skill_assets.lib.retrieval.chunking import best_piece, chunk_embeddings
+from skill_assets.lib.retrieval.document_cache import CACHE_FORMAT, EmbeddingStore, embed_documents
+from skill_assets.lib.retrieval.threads import request_threads, search_threads
+
+EMBEDDER_MAX_SEQ = 256   # what the embedders are trained with (TrainingSettings.max_seq_length)
+QUERY_CHUNK_CHARS = 1000  # a request piece the bi-encoder reads whole (~256 tokens of English)
+
+
+def device() -> str:
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+class DenseIndex:
+    """Unit-length document embeddings of one pool for one bi-encoder, and request scoring against them."""
+
+    def __init__(self, model_path: str | Path, cache_dir: Path, query_prompt: str = "", batch_size: int = 32,
+                 backend: str = "torch-bf16", log: Callable[[str], None] = lambda msg: None) -> None:
+        self.model_path = str(model_path)
+        self.cache_dir = cache_dir
+        self.query_prompt = query_prompt
+        self.batch_size = batch_size
+        self.backend = backend
+        self.log = log
+        self._model = None
+        self._fingerprint: str | None = None
+        self.matrix: np.ndarray | None = None  # (n, d) float32, L2-normalised
+        self.encode_calls = 0  # documents encoded (cache misses), for tests and logs
+
+    @property
+    def model(self):
+        if self._model is None:
+            from sentence_transformers import SentenceTransformer
+
+            model = SentenceTransformer(self.model_path, device=device())
+            model.max_seq_length = min(model.max_seq_length or EMBEDDER_MAX_SEQ, EMBEDDER_MAX_SEQ)
+            model.eval()
+            self._model = model
+        return self._model
+
+    @property
+    def fingerprint(self) -> str:
+        """The cache key of the model's document embeddings (weights, sequence cap, document backend)."""
+        if self._fingerprint is None:
+            self._fingerprint = digest(f"{CACHE_FORMAT}|{model_fingerprint(self.model_path)}|{EMBEDDER_MAX_SEQ}|"
+                                       f"{backend_key(self.backend)}")
+        return self._fingerprint
+
+    def _document_encoder(self, sample: list[str]) -> Callable[[list[str]], np.ndarray]:
+        """How pool documents are embedded: by default bf16 where this CPU runs it natively and a probe of
+        ``sample`` agrees with fp32 (``choose_encoder``; verdict cached beside the index), else fp32.
+        Queries are always embedded by the model as is: one short text per request gains nothing."""
+        choice = choose_encoder(self.model, self.backend, self.cache_dir / "onnx", self.fingerprint, sample,
+                                self.batch_size)
+        self.log(f"document encoder: {choice.backend} ({choice.reason})")
+        return choice.encode
+
+    def encode(self, texts: list[str], batch_size: int | None = None) -> np.ndarray:
+        import torch
+
+        with torch.inference_mode():
+            emb = self.model.encode(texts, batch_size=batch_size or self.batch_size, normalize_embeddings=True,
+                                    convert_to_numpy=True, show_progress_bar=False)
+        return np.asarray(emb, dtype=np.float32)
+
+    def index(self, documents: list[str], shard_size: int = 512) -> tuple[int, int]:
+        """Embed ``documents`` (the pool, in order), reusing the on-disk cache; (cached, encoded now)."""
+        matrix, cached, encoded = embed_documents(documents, EmbeddingStore(self.cache_dir / self.fingerprint),
+                                                  self._document_encoder, self.log, shard_size)
+        self.encode_calls += encoded
+        # normalise once (cached rows are already unit length; this guards models without a Normalize module)
+        norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+        self.matrix = np.ascontiguousarray(matrix / np.clip(norms, 1e-12, None), dtype=np.float32)
+        return cached, encoded
+
+    def scores(self, queries: list[str]) -> np.ndarray:
+        """(queries, pool) cosine; a long query scores by its best piece of ``QUERY_CHUNK_CHARS``."""
+        if self.matrix is None:
+            raise RuntimeError("call index(skills) before routing")
+        with request_threads(len(queries)):
+            emb, starts = chunk_embeddings([self.query_prompt + q.strip() for q in queries],
+                                           lambda texts: self.encode(texts, batch_size=64), QUERY_CHUNK_CHARS)
+        with search_threads(len(emb)):
+            return best_piece(emb @ self.matrix.T, starts)
+
+    def similarity(self, a: int, b: int) -> float:
+        """Cosine of two pool rows' documents."""
+        return float(self.matrix[a] @ self.matrix[b])

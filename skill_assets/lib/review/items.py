@@ -2,8 +2,8 @@
 
 Three kinds, after R3-Skill's review protocol: every multi-skill test query's skill set
 (``skill_set``: "are these the skills this request needs?"), a seeded sample of test queries for
-naturalness (``naturalness``, rated 1-5) and a seeded sample of taxonomy rule hits per class
-(``taxonomy``: is the rejection class correct?). An item is ``<kind>:<subject_id>``; a round is one
+naturalness (``naturalness``, rated 1-5) and a seeded sample of taxonomy labels per class, rule hits and
+model (or LLM) labels alike (``taxonomy``: is the rejection class correct?). An item is ``<kind>:<subject_id>``; a round is one
 pass of reviewers over it, and a disputed item gets a next round for reviewers who have not seen it.
 Rows follow the ``review_tasks`` table.
 """
@@ -84,16 +84,38 @@ def naturalness_items(queries: list[dict], fraction: float, seed: int, reviewers
             for q in _seeded(queries, "query_id", seed)[:take]]
 
 
+#: how a taxonomy label was reached, as ``skip_taxonomy.method`` says; each is its own stratum of the sample
+TAXONOMY_METHODS = ("rule", "model", "llm")
+
+
+def _taxonomy_method(skip: dict) -> str | None:
+    """``method``, or "rule" for a row written before the column existed that has a rule id."""
+    return skip.get("method") or ("rule" if skip.get("rule_id") else None)
+
+
 def taxonomy_items(skips: list[dict], per_class: int, seed: int, reviewers_needed: int) -> list[dict]:
-    """A seeded sample of ``per_class`` rule hits of every taxonomy class (records no rule matched are not hits)."""
-    by_label: dict[str, list[dict]] = defaultdict(list)
+    """A seeded sample of ``per_class`` labelled SKIPs of every taxonomy class, stratified by how the label
+    was reached: within a class the rule-, model- and LLM-labelled SKIPs take turns (each in its seeded
+    order), so reviewers see model labels beside rule hits; when one kind runs out the others fill the
+    class's share. SKIPs left ``unknown`` are not sampled (there is no class to confirm)."""
+    by_label: dict[str, dict[str, list[dict]]] = defaultdict(lambda: defaultdict(list))
     for s in skips:
-        if s.get("rule_id"):
-            by_label[s["label"]].append(s)
-    return [_item("taxonomy", s["record_id"], "pipeline", reviewers_needed, direction=s["direction"], k=s["k"],
-                  skill_ids=list(s["skill_ids"]), taxonomy_label=s["label"], rationale=s["rationale"],
-                  matched_span=s.get("matched_span"))
-            for label in sorted(by_label) for s in _seeded(by_label[label], "record_id", seed)[:per_class]]
+        method = _taxonomy_method(s)
+        if method in TAXONOMY_METHODS and s.get("label") not in (None, "unknown"):
+            by_label[s["label"]][method].append(s)
+    out = []
+    for label in sorted(by_label):
+        queues = [_seeded(by_label[label][m], "record_id", seed) for m in TAXONOMY_METHODS if by_label[label][m]]
+        picked: list[dict] = []
+        while len(picked) < per_class and any(queues):
+            for queue in queues:
+                if queue and len(picked) < per_class:
+                    picked.append(queue.pop(0))
+        out += [_item("taxonomy", s["record_id"], "pipeline", reviewers_needed, direction=s["direction"], k=s["k"],
+                      skill_ids=list(s["skill_ids"]), taxonomy_label=s["label"], taxonomy_method=_taxonomy_method(s),
+                      rationale=s["rationale"], matched_span=s.get("matched_span"))
+                for s in picked]
+    return out
 
 
 def next_round_items(tasks: list[dict], latest: dict[str, dict], verdicts: list[dict], reviewers_needed: int

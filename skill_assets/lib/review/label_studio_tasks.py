@@ -81,9 +81,10 @@ def task_payload(task: dict, skills: dict[str, dict], body_chars: int = 600) -> 
     data = {"item_id": task["item_id"], "round": task["round"], "kind": task["kind"], "heading": heading(task),
             "skills_html": cards or "<i>none</i>"}
     if task["kind"] == "taxonomy":
+        how = (f"the rule matched: \"{task.get('matched_span') or ''}\""
+               if (task.get("taxonomy_method") or "rule") == "rule" else f"labelled by the {task['taxonomy_method']}")
         data |= {"rationale": task.get("rationale") or "",
-                 "class_question": f"Is '{task.get('taxonomy_label')}' the right rejection class? "
-                                   f"(the rule matched: \"{task.get('matched_span') or ''}\")"}
+                 "class_question": f"Is '{task.get('taxonomy_label')}' the right rejection class? ({how})"}
     else:
         data["query"] = task["query"]
     if task["kind"] == "skill_set":

@@ -3,8 +3,9 @@
 Layers, each only for what the one before leaves:
 1. the rules (``rules.py``), on the reasoning a rationale settles on: a hit that is negated, or that
    sits before the rationale's last turn ("… look redundant, but …"), does not count;
-2. the learned model (``model.py``): its calibrated probability must reach the model's ``floor``,
-   else the label stays ``unknown`` (method ``none``, the probability kept so SQL can see how close);
+2. the learned model (``model.py``): the calibrated probability of its best real class must reach the
+   model's ``floor`` (set on dev), else the label stays ``unknown`` (method ``none``, the probability
+   kept so SQL can see how close);
 3. optionally, a caller-supplied ``fallback`` (the configured LLM, ``llm_fallback.py``) for what is
    still unknown; off by default.
 
@@ -42,12 +43,11 @@ def settled_rule_label(reasoning: Reasoning) -> TaxonomyLabel | None:
 
 
 def _model_labels(reasonings: list[Reasoning], model: RationaleModel) -> list[TaxonomyLabel]:
-    probs = model.probabilities(reasonings)
-    best = probs.argmax(axis=1)
+    best, best_p = model.best_real_class(model.probabilities(reasonings))
     version = model.version
     out = []
     for i, j in enumerate(best):
-        confidence = float(np.round(probs[i, j], 4))
+        confidence = float(np.round(best_p[i], 4))
         label = model.classes[j] if confidence >= model.floor else UNKNOWN
         out.append(TaxonomyLabel(label, None, "", method="model" if label != UNKNOWN else "none",
                                  confidence=confidence, model_version=version))

@@ -1,6 +1,8 @@
 """The learned layer: character n-gram TF-IDF and multinomial logistic regression over SKIP rationales.
 
-Character n-grams need no tokenizer, so one model reads English and Chinese alike (a Chinese
+The classes are the eight real ones plus ``unknown``, fitted on SKIPs that give no reason (filler,
+off-topic text, an empty reason field): its probability is mass that no real class gets, so such a
+rationale falls below the floor instead of borrowing a class. Character n-grams need no tokenizer, so one model reads English and Chinese alike (a Chinese
 n-gram is a word or part of one), and they tolerate the morphology ("overlap", "overlapping")
 that a rule must spell out. A rationale is featurised twice into one vocabulary: its conclusion
 (``Reasoning.settled``) at full weight and the whole text at ``context_weight``, so the reason it
@@ -83,6 +85,11 @@ class RationaleModel:
     def probabilities(self, reasonings: Sequence[Reasoning]) -> np.ndarray:
         return softmax(self.logits(reasonings) / self.temperature)
 
+    def best_real_class(self, probs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(column, probability) of each row's most likely real class: the ``unknown`` class (fitted on
+        SKIPs that give no reason) is never a label, its probability is mass no real class gets."""
+        return best_real_class(self.classes, probs)
+
     @property
     def version(self) -> str:
         return digest(self.to_bytes())[:12]
@@ -115,6 +122,14 @@ def _npy(array: np.ndarray) -> bytes:
     buf = io.BytesIO()
     np.save(buf, np.ascontiguousarray(array, dtype=np.float32), allow_pickle=False)
     return buf.getvalue()
+
+
+def best_real_class(classes: Sequence[str], probs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    real = probs.copy()
+    if "unknown" in classes:
+        real[:, list(classes).index("unknown")] = -1.0
+    best = real.argmax(axis=1)
+    return best, probs[np.arange(len(probs)), best]
 
 
 def softmax(z: np.ndarray) -> np.ndarray:

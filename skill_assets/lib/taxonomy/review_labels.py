@@ -1,6 +1,6 @@
 """Reviewers' taxonomy verdicts as labelled rationales for the model's next fit.
 
-The review loop samples rule hits per class and asks "is this the right class?" (``review_tasks``
+The review loop samples labelled SKIPs per class, rule- and model-labelled in turn, and asks "is this the right class?" (``review_tasks``
 kind ``taxonomy``); a reviewer answers ``correct`` or ``incorrect`` and names the right class in the
 comment. A settled item becomes one labelled rationale: the class shown when the majority said
 correct (``confirmed``), or the class the majority of its ``incorrect`` reviewers named
@@ -26,7 +26,8 @@ def named_class(comment: str | None) -> str | None:
 
 
 def review_labelled_rationales(tasks: list[dict], verdicts: list[dict], latest: dict[str, dict]) -> list[dict]:
-    """One row per settled pipeline taxonomy item: rationale, label, lang, item_id, outcome, shown_label;
+    """One row per settled pipeline taxonomy item: rationale, label, lang, item_id, outcome, shown_label and
+    shown_method;
     ``latest`` is each review item's latest agreement row (``lib.review.agreement.latest_items``)."""
     shown = {t["item_id"]: t for t in tasks if t["kind"] == "taxonomy"}
     named: dict[str, Counter] = {}
@@ -48,7 +49,8 @@ def review_labelled_rationales(tasks: list[dict], verdicts: list[dict], latest: 
             label, outcome = votes[0][0], "corrected"
         rows.append({"item_id": item_id, "rationale": task["rationale"], "label": label,
                      "lang": detect_language(task["rationale"]), "outcome": outcome,
-                     "shown_label": task["taxonomy_label"]})
+                     "shown_label": task["taxonomy_label"],
+                     "shown_method": task.get("taxonomy_method") or "rule"})  # older tasks: rule hits only
     return rows
 
 

@@ -79,7 +79,7 @@ RULES: tuple[TaxonomyRule, ...] = (
         r"\b(professionals?|experts?)\b.{0,60}\b(casual|hobbyists?|novices?|beginners?|laypeople|consumers?)\b",
     )),
     TaxonomyRule("audience.zh", "audience_mismatch", 31, _alt(
-        r"(用户群体?|受众|目标用户|目标人群|使用人群|服务对象|使用者).{0,12}(不同|不一致|差异|差别|不重合|不重叠|没有重叠)",
+        r"(用户群体?|受众|目标用户|目标人群|使用人群|服务对象|使用者).{0,12}(不同|不一致|差异|差别|不重合|不重叠|没有重叠|差得?(太|很)?远)",
         r"不同的?(人群|用户群体?|受众|目标用户)|两类(用户|人群)",
         r"面向.{0,15}(不同|两类)的?(人群|用户|受众)",
         r"(目标用户|目标人群|受众|服务对象)是.{1,30}(目标用户|目标人群|受众|服务对象)是",
@@ -87,7 +87,7 @@ RULES: tuple[TaxonomyRule, ...] = (
     TaxonomyRule("platform.en", "platform_exclusive", 40, _alt(
         rf"\b({_OS_CLOUD})\b.{{0,60}}\b({_OS_CLOUD})\b.{{0,60}}\b(exclusive|incompatible|not both|either|only one|one or the other|different platform\w*)",
         r"\bplatforms?\b.{0,40}\b(exclusive|incompatible|conflict|differ|locked)\w*",
-        r"\b(mutually exclusive|competing|rival|different|incompatible)\s+([\w-]+\s+)?(platforms?|operating systems?|clouds?|cloud providers?|game engines?|app stores?|suites?)\b",
+        r"\b(mutually exclusive|competing|rival|different|incompatible)\s+([\w-]+\s+)?(platforms?|operating systems?|clouds?|cloud providers?|game engines?|app stores?|suites?|consoles?|storefronts?|hypervisors?)\b",
         r"\b(platforms?|operating systems?|clouds?|providers?)\b.{0,20}\b(exclude each other|are mutually exclusive)",
         r"\bplatform[- ](locked|specific|bound)\b|\b(windows|macos|linux|ios|android)[- ]only\b",
         r"\bonly one of (these|those|the) (platforms?|operating systems?|clouds?|providers?)\b",
@@ -107,6 +107,7 @@ RULES: tuple[TaxonomyRule, ...] = (
         r"\b(identical|equivalent|the same) (functionality|functions?|capabilit\w*|purposes?|features?)\b",
         r"\b(make|makes|making|render|renders) the other( one)? (unnecessary|redundant|superfluous|obsolete)\b",
         r"\b(one|either)( skill| tool| of them)?( alone)? (is|would be) (enough|sufficient)\b|\beither (skill|tool|one) alone\b",
+        r"\binterchangeabl[ey]\b|\b(are|is|just|merely) (a )?duplicates?\b|\bduplicates\s*[.;:]",
         r"\b(do|does|perform|performs|cover|covers|serve|serves|handle|handles)\s+the same\s+(\w+\s+)?(job|thing|task|purpose|function)\b",
         r"\b(pick|choose|use) (just )?one,? not both\b|\bonly one (of them )?would (actually )?be (used|needed)\b",
     )),
@@ -114,6 +115,7 @@ RULES: tuple[TaxonomyRule, ...] = (
         r"(功能|能力|用途)[^不没无非，。；,;]{0,8}(重叠|重复|冗余|重合)|(作用|功能|用途)(基本|几乎|完全)?(一样|相同|一致)|冗余|作用相同|功能相同|重复了",
         r"一个(技能)?(就|即可)(足够|够了|够|满足)",
         r"(可以|能|可)(替代|取代)另一个|同时(使用|调用).{0,6}多余|二选一即可",
+        r"互相(替代|取代)|可以互换|结果(也)?(一样|相同)",
     )),
     TaxonomyRule("ecosystem.en", "language_ecosystem_mismatch", 60, _alt(
         r"\b(different|incompatible|separate|unrelated|distinct|mismatched|mixing|two)\s+([\w-]+\s+){0,2}"
@@ -131,8 +133,8 @@ RULES: tuple[TaxonomyRule, ...] = (
         r"(分别|各自)(属于|基于|面向).{0,20}(生态|技术栈|编程语言)",
     )),
     TaxonomyRule("domain.en", "domain_mismatch", 70, _alt(
-        r"\b(unrelated|different|distinct|disjoint|separate)\s+(\w+\s+)?(domains?|fields?|areas?|topics?|subject\w*|problem spaces?"
-        r"|worlds?|spheres?|realms?|sectors?|concerns?|industries|disciplines?)\b",
+        r"\b(unrelated|unconnected|different|distinct|disjoint|separate)\s+(\w+\s+)?(domains?|fields?|areas?|topics?|subject\w*"
+        r"|problem spaces?|worlds?|universes?|spheres?|realms?|sectors?|concerns?|industries|disciplines?)\b",
         r"\b(are|is|seem|completely|totally|entirely|wholly)\s+unrelated\b"
         r"|\bunrelated\s+(problems?|tasks?|purposes?|needs?|use cases?)\b",
         r"\bdomains?\b.{0,40}\b(do not|don't|never|barely)\s+(overlap|intersect|meet|connect)",
@@ -148,7 +150,7 @@ RULES: tuple[TaxonomyRule, ...] = (
         r"(完全|毫不|毫无)(无关|不相干|不相关)|(主题|方向|范畴).{0,6}(相差|差异|不同|无关)|相差(太|甚)远",
     )),
     TaxonomyRule("forced.en", "forced_chaining", 90, _alt(
-        r"\b(artificial\w*|forced|forcing|contrived?|unnatural\w*|shoehorn\w*|stacking|stacked|cobbled|far[- ]fetched|tacked on|arbitrary|awkward)\b",
+        r"\b(artificial\w*|forced|forcing|contrived?|unnatural\w*|shoehorn\w*|stacking|cobbled|far[- ]fetched|tacked on|arbitrary|awkward)\b",
         r"\binvent\w*\s+(an?\s+)?(\w+\s+){0,2}(workflow|pipeline|scenario|story|use case)s?\b",
         r"\bno (natural|realistic|genuine|plausible) (request|scenario|use case|task|need)\b"
         r"|\bnot an? (natural|realistic|genuine|plausible) (request|scenario|use case|task|need)\b",

@@ -51,6 +51,26 @@ def test_below_the_confidence_floor_the_label_stays_unknown():
     assert sure.method == "model" and sure.label != "unknown"
 
 
+@pytest.mark.parametrize("text", [
+    "The weather was lovely, so I sat outside for a while.",
+    "Lorem ipsum dolor sit amet, consectetur adipiscing elit.",
+    "I like turtles.",
+    "今天天气不错，我去买了杯咖啡。",
+    "周末打算去爬山。",
+])
+def test_an_off_topic_rationale_stays_unknown_under_the_shipped_floor(text):
+    """The shipped floor is calibrated on dev to leave something unknown: off-topic text gets no class."""
+    model = shipped_model()
+    (result,) = classify_rationales([text])
+    assert (result.label, result.method, result.rule_id) == ("unknown", "none", None)
+    assert 0.0 <= result.confidence < model.floor and result.model_version == model.version
+
+
+def test_the_shipped_floor_is_no_formality():
+    """Calibrated on dev (coverage >= 0.90, best F1), the floor sits well above chance for eight classes."""
+    assert 0.3 <= shipped_model().floor <= 0.9
+
+
 def test_rules_only_without_a_model():
     (result,) = classify_rationales(["Two hammers for one nail."], model=None)
     assert result == TaxonomyLabel("unknown", None, "", method="none", confidence=0.0)

@@ -1,7 +1,15 @@
-"""The labelled rationales: enough hand-written ones per class and language, and a fixed, stratified split."""
+"""The labelled rationales: enough hand-written ones per class and language, a fixed, stratified train/dev split,
+and a test split that is the held-out file alone."""
+import json
 from collections import Counter
 
-from skill_assets.lib.taxonomy.labelled import curated_rationales, labelled_rationales, written_rationales
+import pytest
+
+from skill_assets.lib.taxonomy.labelled import (
+    curated_rationales,
+    labelled_rationales,
+    written_rationales,
+)
 from skill_assets.lib.taxonomy.scoring import CLASSES
 
 
@@ -15,10 +23,18 @@ def test_at_least_fifty_written_per_class_in_both_languages():
     assert len({r.rationale for r in written}) == len(written)
 
 
-def test_every_class_has_test_rows_in_both_languages_from_both_sources():
-    for source in (curated_rationales(), written_rationales()):
-        test = {(r.label, r.lang) for r in source if r.split == "test"}
-        assert {(c, lang) for c in CLASSES for lang in ("en", "zh")} <= test
+def test_a_file_that_names_its_split_keeps_it(tmp_path):
+    (tmp_path / "a.jsonl").write_text("".join(json.dumps(
+        {"rationale": f"text {i}", "label": "domain_mismatch", "lang": "en"}) + "\n" for i in range(10)))
+    (tmp_path / "b.jsonl").write_text(json.dumps(
+        {"rationale": "later", "label": "domain_mismatch", "lang": "en", "split": "train"}) + "\n")
+    rows = written_rationales(tmp_path)
+    assert Counter(r.split for r in rows if r.rationale != "later") == {"dev": 4, "train": 6}
+    assert [r.split for r in rows if r.rationale == "later"] == ["train"]
+    (tmp_path / "c.jsonl").write_text(json.dumps(
+        {"rationale": "sneaky", "label": "domain_mismatch", "lang": "en", "split": "test"}) + "\n")
+    with pytest.raises(ValueError, match="heldout_test.jsonl"):
+        written_rationales(tmp_path)
 
 
 def test_the_split_is_stable_and_disjoint():
@@ -30,4 +46,4 @@ def test_the_split_is_stable_and_disjoint():
     for r in curated:
         assert by_key.setdefault(r.key, r.split) == r.split
     shares = Counter(r.split for r in curated)
-    assert 0.2 < shares["test"] / 210 < 0.3 and shares["dev"] > 20
+    assert 0.35 < shares["dev"] / 210 < 0.45  # the old 15 % dev part and the old 25 % test part

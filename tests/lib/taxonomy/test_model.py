@@ -4,7 +4,7 @@ from collections import Counter
 import numpy as np
 
 from skill_assets.lib.common.hashing import digest
-from skill_assets.lib.taxonomy.fitting import fit_shipped
+from skill_assets.lib.taxonomy.fitting import MIN_COVERAGE, calibrate_on_dev, choose_floor, fit_shipped
 from skill_assets.lib.taxonomy.labelled import labelled_rationales
 from skill_assets.lib.taxonomy.model import MODEL_PATH, RationaleModel, load_model
 from skill_assets.lib.taxonomy.settling import reasoning_text
@@ -29,9 +29,24 @@ def test_bytes_round_trip_to_the_same_probabilities():
     assert again.version == model.version and again.floor == model.floor
 
 
+def test_the_floor_is_set_on_dev_with_enough_coverage():
+    """Temperature and floor come from the dev predictions of a train-only fit: the floor keeps dev coverage
+    >= 0.90 and no other such floor has a better dev F1."""
+    rows = labelled_rationales()
+    temperature, dev = calibrate_on_dev([r for r in rows if r.split == "train"], [r for r in rows if r.split == "dev"])
+    chosen = choose_floor(dev)
+    model = load_model()
+    assert (model.temperature, model.floor) == (temperature, chosen.floor)
+    assert chosen.coverage >= MIN_COVERAGE and 0.0 < chosen.unknown_kept
+    others = [dev.score(f) for f in np.round(np.arange(0.0, 0.96, 0.05), 2)]
+    assert all(s.f1 <= chosen.f1 for s in others if s.coverage >= MIN_COVERAGE)
+    assert dev.score(0.0).coverage == 1.0 or chosen.floor > 0
+
+
 def test_the_card_says_what_it_was_fitted_on():
     card = MODEL_PATH.with_name("MODEL_CARD.md").read_text(encoding="utf-8")
     model = load_model()
     assert model.version in card and model.fitted_on in card and f"floor {model.floor}" in card
     counts = Counter(r.source for r in labelled_rationales() if r.split != "test")
-    assert "| curated |" in card and "| written |" in card and counts["curated"] and counts["written"]
+    assert "| curated | dev |" in card and "| written | train |" in card and counts["curated"] and counts["written"]
+    assert "heldout" not in counts and "(chosen)" in card

@@ -39,3 +39,16 @@ def test_settled_items_become_labelled_rationales():
     rows = review_labelled_rationales(tasks, verdicts, latest_items(agreement))
     assert [(r["item_id"], r["label"], r["outcome"], r["lang"]) for r in rows] == [
         ("taxonomy:a", "domain_mismatch", "confirmed", "en"), ("taxonomy:b", "audience_mismatch", "corrected", "zh")]
+
+
+def test_a_corrected_model_label_becomes_a_labelled_rationale_that_says_so():
+    tasks = [_task("taxonomy:m", "domain_mismatch", "Whoever tunes an oven is not writing a gRPC server.")
+             | {"taxonomy_method": "model"}, _task("taxonomy:r", "forced_chaining", "Forced.")]
+    verdicts = [_verdict("taxonomy:m", "r1", "incorrect", "audience_mismatch"),
+                _verdict("taxonomy:m", "r2", "incorrect", "audience mismatch"),
+                _verdict("taxonomy:r", "r1", "correct"), _verdict("taxonomy:r", "r2", "correct")]
+    agreement = [_agreement("taxonomy:m", "settled", "incorrect"), _agreement("taxonomy:r", "settled", "correct")]
+    rows = review_labelled_rationales(tasks, verdicts, latest_items(agreement))
+    assert [(r["item_id"], r["label"], r["outcome"], r["shown_label"], r["shown_method"]) for r in rows] == [
+        ("taxonomy:m", "audience_mismatch", "corrected", "domain_mismatch", "model"),
+        ("taxonomy:r", "forced_chaining", "confirmed", "forced_chaining", "rule")]  # a task from before: a rule hit

@@ -5,8 +5,10 @@ from collections import Counter
 
 import pytest
 
+from skill_assets.lib.common.hashing import digest
 from skill_assets.lib.taxonomy.labelled import (
     curated_rationales,
+    heldout_rationales,
     labelled_rationales,
     written_rationales,
 )
@@ -21,6 +23,22 @@ def test_at_least_fifty_written_per_class_in_both_languages():
         assert per_class[c] >= 50
         assert {r.lang for r in written if r.label == c} == {"en", "zh"}
     assert len({r.rationale for r in written}) == len(written)
+
+
+def test_the_test_split_is_the_heldout_file_alone():
+    heldout = heldout_rationales()
+    assert {r.split for r in heldout} == {"test"} and {r.source for r in heldout} == {"heldout"}
+    assert {r.split for r in curated_rationales() + written_rationales()} == {"train", "dev"}
+    assert [r for r in labelled_rationales() if r.split == "test"] == sorted(
+        heldout, key=lambda r: (r.source, r.split, r.label, digest(r.key)))
+
+
+def test_the_heldout_set_covers_every_class_in_both_languages_and_shares_no_text():
+    heldout = heldout_rationales()
+    per = Counter((r.label, r.lang) for r in heldout)
+    assert len(heldout) >= 80 and all(per[(c, lang)] >= 5 for c in CLASSES for lang in ("en", "zh"))
+    fitted = {r.rationale for r in labelled_rationales() if r.split != "test"}
+    assert not fitted & {r.rationale for r in heldout}
 
 
 def test_a_file_that_names_its_split_keeps_it(tmp_path):

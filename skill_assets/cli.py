@@ -59,6 +59,9 @@ def main(argv: list[str] | None = None) -> int:
     b.add_argument("--cache-dir", help="index cache (default ~/.cache/skill-assets/index)")
     b.add_argument("--first", type=int, help="fit over the first N pool skills plus every ground-truth skill "
                                               "(default: the whole pool)")
+    b.add_argument("--lexical-only", action="store_true",
+                   help="refit only the lexical path (lexical/: BM25 alone, what answers while a new pool's encoder "
+                        "indexes build); indexes BM25 alone, so it takes about a minute")
     args = parser.parse_args(argv)
     if args.command == "materialize":
         from skill_assets.materialize import materialize
@@ -72,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
         from skill_assets.router.shipped_router import build_shipped_router
 
         fitted = build_shipped_router(args.pool, Path(args.out) if args.out else SHIPPED_DIR, args.cache_dir,
-                                      args.first, stderr_log)
+                                      args.first, stderr_log, args.lexical_only)
         print(json.dumps({"kind": fitted.card["kind"], "params": fitted.card["params"], "dev": fitted.card["dev"],
                           "data": fitted.card["data"]}, ensure_ascii=False))
         return 0

@@ -5,8 +5,10 @@
 
 POOL is a directory tree of SKILL.md files or a JSONL of {"id","name","description","body"};
 QUERIES lines are {"id","query"}; each RUN line is {"id", "ranking": [{"skill_id", "score", "signals"}, ...],
-"selected": [...]}, ranking best first, ``signals`` each signal's own score and the fused one, ``selected``
-the skills to load. Models: --embedder/--reranker/--fusion, else the shipped router (fusion and selection
+"selected": [...], "signals_used": [...]}, ranking best first, ``signals`` each signal's own score and the
+fused one, ``selected`` the skills to load, ``signals_used`` the signals that ranked them. By default the
+answers wait for every index (minutes for a new pool of 10,000 skills, seconds once cached); --ready lexical
+answers from BM25 at once (the lexical fusion) and builds no encoder index. Models: --embedder/--reranker/--fusion, else the shipped router (fusion and selection
 cut fitted on the curated benchmark, bundled MiniLM, USE multilingual, BM25), unless the store (--db, env
 SKILL_ASSETS_DB) holds a fusion or reranker that passed the adoption rule; the log says why one is not used.
 """
@@ -23,6 +25,8 @@ from skill_assets.lib.common.encoder_backends import BACKENDS
 from skill_assets.lib.common.jsonl import JsonlError, json_objects
 
 MAX_REJECTED_SHOWN = 20
+#: ``--ready``: answer from the lexical index as soon as it exists, or once every index is built
+READY = ("lexical", "full")
 
 
 class RouteInputError(ValueError):
@@ -70,6 +74,11 @@ def add_route_parser(subparsers) -> argparse.ArgumentParser:
     src.add_argument("--queries", help='JSONL of {"id", "query"} (needs --out)')
     src.add_argument("--query", help="one query: print a ranked table")
     p.add_argument("--out", help="RUN.jsonl to write (with --queries)")
+    p.add_argument("--ready", choices=READY, default="full",
+                   help="when to answer: full (default) = once every index is built: the hybrid fusion, but a new pool "
+                        "of 10,000 skills takes minutes the first time (its indexes are cached for the next run); "
+                        "lexical = as soon as BM25 is built (seconds), ranked by the lexical fusion, building no "
+                        "encoder index. Each answer's signals_used says which signals ranked it")
     add_router_options(p)
     p.set_defaults(func=run_route)
     return p
@@ -81,6 +90,11 @@ def add_serve_parser(subparsers) -> argparse.ArgumentParser:
                                           "(default) or streamable HTTP on 127.0.0.1 (--transport http --port N).")
     p.add_argument("--transport", choices=("stdio", "http"), default="stdio")
     p.add_argument("--port", type=int, default=8765, help="HTTP port on 127.0.0.1 (default 8765)")
+    p.add_argument("--ready", choices=READY, default="lexical",
+                   help="when to start serving: lexical (default) = as soon as BM25 is built (seconds): calls are "
+                        "answered by the lexical fusion (signals_used [\"bm25\"]) while the dense and multilingual "
+                        "indexes build in the background (progress on stderr), then by the hybrid fusion; full = "
+                        "once every index is built (minutes for a new pool of 10,000 skills, seconds once cached)")
     add_router_options(p)
     p.set_defaults(func=run_serve)
     return p
@@ -102,19 +116,24 @@ def check_port(port: int) -> None:
 
 def run_serve(args: argparse.Namespace) -> int:
     """Logs go to stderr: on stdio, stdout carries the protocol."""
+    import mcp.server.mcpserver  # noqa: F401 -- imported before the index build's thread competes for the GIL
+
     from skill_assets.router.routing import stderr_log
     from skill_assets.router.serve import serve
 
     try:
         if args.transport == "http":
             check_port(args.port)
-        router, _ = open_router(args)
+        router, build = open_router(args, background=True)
     except (RouteInputError, FileNotFoundError) as exc:
         print(f"skill-assets serve: error: {exc}", file=sys.stderr)
         return 2
     where = "stdio" if args.transport == "stdio" else f"http://127.0.0.1:{args.port}/mcp"
-    stderr_log(f"serving route_skills over {where}")
-    serve(router, args.transport, args.port)
+    stderr_log(f"serving route_skills over {where} (answering with {', '.join(router.ready_signals)})")
+    try:
+        serve(router, args.transport, args.port)
+    finally:
+        build.stop(timeout=10)  # a build still running ends at its next chunk; what it encoded stays cached
     return 0
 
 
@@ -156,8 +175,11 @@ def _table(routed, skills_by_id) -> str:
     return "\n".join([fmt(head), fmt(tuple("-" * w for w in widths))] + [fmt(r) for r in rows])
 
 
-def open_router(args: argparse.Namespace):
-    """(router with the pool indexed, index stats) from the shared options; RouteInputError on bad input."""
+def open_router(args: argparse.Namespace, background: bool = False):
+    """(router, its ``IndexBuild``) from the shared options; RouteInputError on bad input.
+
+    ``--ready full``: returns once every index is built. ``--ready lexical``: once BM25 is, the encoders' indexes
+    then building in the background (``background``, for ``serve``) or not at all (a one-shot ``route``)."""
     from skill_assets.lib.retrieval.pools import load_pool
     from skill_assets.router.routing import Router, stderr_log
 
@@ -188,9 +210,13 @@ def open_router(args: argparse.Namespace):
     stderr_log(f"pool: {len(skills)} skills; embedder: {router.embedder_path}; "
                f"reranker: {router.reranker_path or 'none'}; signals: {', '.join(router.signals)}; "
                f"fusion: {router.fusion.kind if router.fusion else 'none'}")
-    stats = router.index(skills)
-    stderr_log(f"indexed in {stats.seconds:.1f}s ({stats.cached} cached, {stats.encoded} encoded)")
-    return router, stats
+    if getattr(args, "ready", "full") == "full":
+        build = router.start_index(skills, encoders="now")
+        stderr_log(f"indexed in {build.stats.seconds:.1f}s ({build.stats.cached} cached, {build.stats.encoded} "
+                   "encoded)")
+    else:
+        build = router.start_index(skills, encoders="background" if background else "skip")
+    return router, build
 
 
 def run_route(args: argparse.Namespace) -> int:
@@ -209,6 +235,7 @@ def run_route(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     routed = router.route([q["query"] for q in queries], top_k=args.top_k, rerank_depth=args.rerank_depth)
     elapsed = time.perf_counter() - t0
+    stderr_log(f"signals used: {', '.join(routed[0].signals_used)}")
     if args.query is not None:
         print(_table(routed[0], router.skill_by_id))
         return 0

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from skill_assets.lib.common.bundled_models import bundled_minilm
 from skill_assets.lib.common.store import resolve_db
-from skill_assets.lib.retrieval.defaults import default_parts
+from skill_assets.lib.retrieval.defaults import default_parts, lexical_router
 from skill_assets.lib.retrieval.engine import CACHE_ENV, Engine
 from skill_assets.lib.retrieval.fusion_training import load_router_model
 from skill_assets.lib.retrieval.pools import load_pool
@@ -35,15 +35,19 @@ class Router(Engine):
         the adoption rule (``adoption``: ≥ 100 train and ≥ 50 disjoint dev requests, and a dev win over the
         default); each store model left out is logged with the reason. Explicit arguments win: ``embedder`` a
         bi-encoder path; ``fusion`` a fusion folder or ``"none"`` for the bi-encoder path alone; ``reranker`` a
-        path, ``"base"`` (the bundled MiniLM as a cross-encoder, random head) or ``"none"``."""
+        path, ``"base"`` (the bundled MiniLM as a cross-encoder, random head) or ``"none"``. While only BM25 is
+        indexed (``start_index``) the router answers with the fusion folder's lexical path (``lexical/``; the
+        shipped router's where the folder has none)."""
         log = kwargs.get("log") or (lambda msg: None)
         db = resolve_db(db_path)
         parts = default_parts(db)
         for note in parts.notes:
             log(note)
         if fusion is None or str(fusion).lower() not in NO_RERANKER:
-            kwargs["fusion"], kwargs["selection"] = load_router_model(str(fusion) if fusion is not None
-                                                                      else parts.fusion_dir)
+            fusion_dir = str(fusion) if fusion is not None else parts.fusion_dir
+            kwargs["fusion"], kwargs["selection"] = load_router_model(fusion_dir)
+            if "bm25" in kwargs["fusion"].signals:
+                kwargs["lexical_fusion"], kwargs["lexical_selection"] = lexical_router(fusion_dir)
         emb = str(embedder) if embedder else (parts.embedder if fusion is None else bundled_minilm())
         if reranker is None:
             rr = parts.reranker if fusion is None else None

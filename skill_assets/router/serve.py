@@ -2,8 +2,11 @@
 
 An agent connects over stdio (the server is its subprocess) or streamable HTTP on 127.0.0.1, and
 gets the same fields as a ``skill-assets route`` run line: ``{"id", "ranking": [{"skill_id",
-"score", "signals"}], "selected"}``, plus each ranked skill's name and description so the agent
-can decide without reading the files. The pool is indexed once, before the server accepts a call.
+"score", "signals"}], "selected", "signals_used"}``, plus each ranked skill's name and description so
+the agent can decide without reading the files. An agent host often gives its servers seconds to
+start, so by default the server answers once BM25 is built: ``signals_used`` is ``["bm25"]`` (the
+lexical fusion) while the dense and multilingual indexes build in the background, then every signal
+(``Engine.start_index``); each call routes over whichever index is published when it begins.
 
 A call's work is bounded: a request longer than ``MAX_QUERY_CHARS`` is refused (an HTTP body over
 ``MAX_BODY_BYTES`` never reaches the tool), ``CONCURRENT_CALLS`` calls route at once, and a call
@@ -98,7 +101,9 @@ def build_server(router: Router, name: str = SERVER_NAME, gate: CallGate | None 
     from mcp.server.mcpserver.exceptions import ToolError
 
     server = MCPServer(name, instructions="Call route_skills with the user's request to learn which skills to "
-                                          "load: 'selected' lists them best first; 'ranking' shows the runners-up.")
+                                          "load: 'selected' lists them best first; 'ranking' shows the runners-up; "
+                                          "'signals_used' says what ranked them (['bm25'] alone while the server's "
+                                          "other indexes are still building).")
     skills = router.skill_by_id
     gate = gate or CallGate()
 

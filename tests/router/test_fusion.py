@@ -58,7 +58,8 @@ def test_saved_model_loads_back_and_routes_with_signals_and_selection(toy):
     hybrid.index(router.skills)
     (routed,) = hybrid.route(["帮我写一封应聘数据分析师岗位的求职信"], top_k=5)
     line = routed.as_dict("q1")
-    assert set(line) == {"id", "ranking", "selected"} and len(line["ranking"]) == 5
+    assert set(line) == {"id", "ranking", "selected", "signals_used"} and len(line["ranking"]) == 5
+    assert line["signals_used"] == list(SIGNALS)
     assert set(line["ranking"][0]["signals"]) == {*SIGNALS, "fused"}
     assert 1 <= len(routed.selected) <= cut.cap and routed.selected[0] == routed.ranking[0].skill_id
     assert hybrid.route(["帮我写一封应聘数据分析师岗位的求职信"], top_k=5)[0].pairs == [

@@ -24,7 +24,7 @@ QUERY = "我的 docker compose 里的几个容器互相访问不到"
 def _serve_args(toy, *extra: str) -> list[str]:
     *_, model, root = toy
     return ["-m", "skill_assets.cli", "serve", "--pool", str(root / "pool"), "--cache-dir", str(root / "cache"),
-            "--fusion", str(model), "--db", str(root / "no-store.duckdb"), *extra]
+            "--fusion", str(model), "--db", str(root / "no-store.duckdb"), "--ready", "full", *extra]
 
 
 def _env() -> dict:
@@ -46,7 +46,8 @@ async def _call(server) -> dict:
 
 
 def _check(payload: dict) -> None:
-    assert set(payload) >= {"id", "ranking", "selected"}
+    assert set(payload) >= {"id", "ranking", "selected", "signals_used"}
+    assert payload["signals_used"] == ["bm25", "dense", "multilingual"]  # --ready full: every index before serving
     assert len(payload["ranking"]) == 3
     assert payload["ranking"][0]["skill_id"] == "devops/docker-compose-networking"
     assert {"skill_id", "score", "signals", "name", "description"} <= set(payload["ranking"][0])

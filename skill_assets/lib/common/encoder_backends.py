@@ -92,7 +92,7 @@ class EncoderChoice:
 
 def torch_encode(model, batch_size: int) -> Callable[[list[str]], np.ndarray]:
     return lambda texts: model.encode(texts, batch_size=batch_size, normalize_embeddings=True,
-                                      convert_to_numpy=True).astype(np.float32)
+                                      convert_to_numpy=True, show_progress_bar=False).astype(np.float32)
 
 
 def bf16_encode(model, batch_size: int) -> Callable[[list[str]], np.ndarray]:
@@ -101,7 +101,8 @@ def bf16_encode(model, batch_size: int) -> Callable[[list[str]], np.ndarray]:
 
     def encode(texts: list[str]) -> np.ndarray:
         with torch.autocast("cpu", dtype=torch.bfloat16):
-            emb = model.encode(texts, batch_size=batch_size, convert_to_numpy=True).astype(np.float32)
+            emb = model.encode(texts, batch_size=batch_size, convert_to_numpy=True,
+                               show_progress_bar=False).astype(np.float32)
         return emb / np.clip(np.linalg.norm(emb, axis=1, keepdims=True), 1e-12, None)
 
     return encode

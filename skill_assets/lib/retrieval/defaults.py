@@ -18,11 +18,21 @@ from skill_assets.lib.retrieval.fusion_training import load_router_model
 from skill_assets.lib.retrieval.selection import SelectionCut
 
 SHIPPED_DIR = Path(__file__).resolve().parent / "shipped"
+#: the lexical path of a router folder: a fusion and cut fitted on BM25 alone, which answer while the encoders'
+#: indexes build (``Engine.start_index``)
+LEXICAL_SUBDIR = "lexical"
 
 
 def shipped_router() -> tuple[FusionModel, SelectionCut | None]:
     """The shipped fusion model and its selection cut."""
     return load_router_model(SHIPPED_DIR)
+
+
+def lexical_router(fusion_dir: str | Path) -> tuple[FusionModel, SelectionCut | None]:
+    """The lexical path of the router folder ``fusion_dir`` (its ``lexical/``), else the shipped router's: a fusion
+    over BM25's features alone carries to any pool, whatever model the full path is."""
+    own = Path(fusion_dir) / LEXICAL_SUBDIR
+    return load_router_model(own if own.is_dir() else SHIPPED_DIR / LEXICAL_SUBDIR)
 
 
 @dataclass(frozen=True)

@@ -81,26 +81,36 @@ class DenseIndex:
                                     convert_to_numpy=True, show_progress_bar=False)
         return np.asarray(emb, dtype=np.float32)
 
-    def index(self, documents: list[str], shard_size: int = 512) -> tuple[int, int]:
-        """Embed ``documents`` (the pool, in order), reusing the on-disk cache; (cached, encoded now)."""
-        matrix, cached, encoded = embed_documents(documents, EmbeddingStore(self.cache_dir / self.fingerprint),
-                                                  self._document_encoder, self.log, shard_size)
+    def embed(self, documents: list[str], shard_size: int = 512, checkpoint: Callable[[], None] = lambda: None,
+              chosen: Callable[[], None] = lambda: None) -> tuple[np.ndarray, int, int]:
+        """(unit-length embeddings of ``documents``, the pool in order; cached; encoded now), reusing the on-disk
+        cache. ``matrix`` is not touched: the engine publishes the result whole (``Engine.start_index``)."""
+        matrix, cached, encoded = embed_documents(documents, self._store(), self._document_encoder, self.log,
+                                                  shard_size, "dense", checkpoint, chosen)
         self.encode_calls += encoded
-        # normalise once (cached rows are already unit length; this guards models without a Normalize module)
-        norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-        self.matrix = np.ascontiguousarray(matrix / np.clip(norms, 1e-12, None), dtype=np.float32)
-        return cached, encoded
+        return _unit_rows(matrix), cached, encoded
 
-    def scores(self, queries: list[str]) -> np.ndarray:
-        """(queries, pool) cosine; a long query scores by its best piece of ``QUERY_CHUNK_CHARS``."""
-        if self.matrix is None:
+    def _store(self) -> EmbeddingStore:
+        return EmbeddingStore(self.cache_dir / self.fingerprint)
+
+    def scores(self, queries: list[str], matrix: np.ndarray | None = None) -> np.ndarray:
+        """(queries, pool) cosine against ``matrix`` (default: ``self.matrix``); a long query scores by its best
+        piece of ``QUERY_CHUNK_CHARS``."""
+        matrix = self.matrix if matrix is None else matrix
+        if matrix is None:
             raise RuntimeError("call index(skills) before routing")
         with request_threads(len(queries)):
             emb, starts = chunk_embeddings([self.query_prompt + q.strip() for q in queries],
                                            lambda texts: self.encode(texts, batch_size=64), QUERY_CHUNK_CHARS)
         with search_threads(len(emb)):
-            return best_piece(emb @ self.matrix.T, starts)
+            return best_piece(emb @ matrix.T, starts)
 
     def similarity(self, a: int, b: int) -> float:
         """Cosine of two pool rows' documents."""
         return float(self.matrix[a] @ self.matrix[b])
+
+
+def _unit_rows(matrix: np.ndarray) -> np.ndarray:
+    """Rows scaled to unit length (cached rows already are; this guards models without a Normalize module)."""
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    return np.ascontiguousarray(matrix / np.clip(norms, 1e-12, None), dtype=np.float32)

@@ -100,43 +100,67 @@ class IndexStats:
     seconds: float
 
 
+def _duration(seconds: float) -> str:
+    seconds = max(0, round(seconds))
+    return f"{seconds // 60} min {seconds % 60:02d} s" if seconds >= 60 else f"{seconds} s"
 
 
 def embed_documents(docs: list[str], cache: EmbeddingStore,
                     encoder_for: Callable[[list[str]], Callable[[list[str]], np.ndarray]],
-                    log: Callable[[str], None], shard_size: int = 512) -> tuple[np.ndarray, int, int]:
+                    log: Callable[[str], None], shard_size: int = 512, name: str = "skill documents",
+                    checkpoint: Callable[[], None] = lambda: None,
+                    chosen: Callable[[], None] = lambda: None) -> tuple[np.ndarray, int, int]:
     """(embedding matrix in ``docs`` order, documents found in the cache, distinct documents encoded now).
 
     Only cache misses are encoded, identical documents under different ids once; new embeddings are
-    written to the cache every ``shard_size`` documents, so an interrupted index keeps what it paid for.
-    ``encoder_for(texts)`` picks the encoder for the texts to encode (a backend probe may look at them).
+    written to the cache every ``shard_size`` documents, so an interrupted index keeps what it paid for,
+    and each write logs the progress: documents done, rate, time left (from the characters left, since
+    the longest documents go first). ``encoder_for(texts)`` picks the encoder for the texts to encode (a
+    backend probe may look at them); ``chosen()`` is called once it has (or when nothing is to be encoded),
+    and ``checkpoint()`` before every chunk: a caller stopping the build raises there.
     """
     hashes = [digest(d) for d in docs]
     matrix, found = cache.lookup(hashes)
     miss = np.flatnonzero(~found).tolist()
     if not miss:
+        chosen()
         return matrix, len(docs), 0
     uniq: dict[str, int] = {}
     for i in miss:
         uniq.setdefault(hashes[i], i)
     todo = list(uniq.values())
-    log(f"encoding {len(todo)} of {len(docs)} skill documents ({len(docs) - len(miss)} cached)")
+    log(f"{name}: encoding {len(todo)} of {len(docs)} documents ({len(docs) - len(miss)} cached)")
     texts = [docs[i] for i in todo]
-    pending_h, pending_e, done = [], [], 0
-    for idx, emb in encode_in_chunks(texts, encoder_for(texts), chunk_size=256):
+    try:
+        encode = encoder_for(texts)
+    finally:
+        chosen()
+    total_chars, chars_done = max(sum(map(len, texts)), 1), 0
+    pending_h, pending_e, done, t0 = [], [], 0, time.perf_counter()
+
+    def checked(part: list[str]) -> np.ndarray:
+        checkpoint()
+        return encode(part)
+
+    for idx, emb in encode_in_chunks(texts, checked, chunk_size=min(256, shard_size)):
         if matrix is None:
             matrix = np.zeros((len(docs), emb.shape[1]), dtype=np.float32)
         pending_h += [hashes[todo[j]] for j in idx]
         pending_e.append(emb)
         done += len(idx)
+        chars_done += sum(len(texts[j]) for j in idx)
         if len(pending_h) >= shard_size:
             cache.add(pending_h, np.concatenate(pending_e))
             pending_h, pending_e = [], []
-            log(f"  encoded {done}/{len(todo)}")
+            elapsed = time.perf_counter() - t0
+            log(f"{name}: encoded {done}/{len(todo)} documents ({done / max(elapsed, 1e-9):.1f}/s, about "
+                f"{_duration(elapsed * (total_chars - chars_done) / max(chars_done, 1))} left)")
         for j, e in zip(idx, emb):
             matrix[todo[j]] = e
     if pending_h:
         cache.add(pending_h, np.concatenate(pending_e))
+    elapsed = time.perf_counter() - t0
+    log(f"{name}: encoded {len(todo)} documents in {_duration(elapsed)} ({len(todo) / max(elapsed, 1e-9):.1f}/s)")
     row_of = {hashes[i]: i for i in todo}
     for i in miss:
         matrix[i] = matrix[row_of[hashes[i]]]

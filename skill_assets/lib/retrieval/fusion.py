@@ -152,11 +152,21 @@ class FusionModel:
     intercept: float = 0.0
     booster: object | None = None       # lambdarank: lightgbm.Booster
     card: dict = field(default_factory=dict)
+    booster_file: Path | None = field(default=None, repr=False, compare=False)  # read on first use (``ready``)
+
+    def ready(self) -> FusionModel:
+        """Load a saved LambdaRank booster: importing lightgbm takes seconds (sklearn with it), which an answer
+        that needs no booster (BM25's lexical path while the other indexes build) should not wait for."""
+        if self.booster is None and self.booster_file is not None:
+            import lightgbm
+
+            self.booster = lightgbm.Booster(model_file=str(self.booster_file))
+        return self
 
     def score(self, c: Candidates) -> np.ndarray:
         if self.kind == "linear":
             return _linear_design(c) @ np.asarray(self.coef, dtype=np.float32) + self.intercept
-        return np.asarray(self.booster.predict(_tree_design(c), num_threads=1), dtype=np.float32)
+        return np.asarray(self.ready().booster.predict(_tree_design(c), num_threads=1), dtype=np.float32)
 
     def rank(self, c: Candidates) -> tuple[np.ndarray, np.ndarray]:
         """(positions into ``c`` best first, fused score of each candidate in ``c``'s order): the one fused
@@ -180,7 +190,7 @@ class FusionModel:
         body = {"kind": self.kind, "feature_set": FEATURE_SET, "signals": list(self.signals), "depth": self.depth,
                 "params": self.params,
                 "coef": self.coef, "intercept": self.intercept, "card": self.card}
-        if self.booster is not None:
+        if self.ready().booster is not None:
             self.booster.save_model(str(directory / BOOSTER_FILE))
         (directory / MODEL_FILE).write_text(json.dumps(body, indent=2, ensure_ascii=False))
         return directory
@@ -192,13 +202,11 @@ class FusionModel:
         if body.get("feature_set", 1) != FEATURE_SET:
             raise ValueError(f"fusion model {directory} was fitted on feature set {body.get('feature_set', 1)}, this "
                              f"code computes set {FEATURE_SET}: materialize router_fusion again")
-        booster = None
-        if body["kind"] == "lambdarank":
-            import lightgbm
-
-            booster = lightgbm.Booster(model_file=str(directory / BOOSTER_FILE))
+        booster_file = directory / BOOSTER_FILE if body["kind"] == "lambdarank" else None
+        if booster_file is not None and not booster_file.is_file():
+            raise FileNotFoundError(f"fusion model {directory} is a lambdarank without its {BOOSTER_FILE}")
         return cls(body["kind"], tuple(body["signals"]), body["depth"], body["params"], body["coef"],
-                   body["intercept"], booster, body["card"])
+                   body["intercept"], None, body["card"], booster_file)
 
 
 def fit_linear(train: Sequence[Candidates], labels: Sequence[np.ndarray], signals: Sequence[str], c_reg: float,

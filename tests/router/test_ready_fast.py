@@ -18,8 +18,8 @@ from mcp import Client
 
 from skill_assets.lib.common.bundled_models import bundled_minilm
 from skill_assets.lib.retrieval.defaults import LEXICAL_SUBDIR, SHIPPED_DIR, lexical_router, shipped_router
-from skill_assets.lib.retrieval.engine import IndexStopped
 from skill_assets.lib.retrieval.fusion_training import CARD_FILE, SELECTION_FILE
+from skill_assets.lib.retrieval.pool_index import IndexStopped
 from skill_assets.lib.retrieval.signals import SIGNALS
 from skill_assets.router import Router, Skill
 from skill_assets.router.cli import main as cli_main

@@ -13,7 +13,7 @@ import anyio
 import pytest
 from mcp import Client
 
-from skill_assets.lib.retrieval.engine import RankedSkill, RoutedRequest
+from skill_assets.lib.retrieval.results import RankedSkill, RoutedRequest
 from skill_assets.router import serve as serve_module
 from skill_assets.router.cli import main as cli_main
 from skill_assets.router.serve import MAX_QUERY_CHARS, MAX_TOP_K, CallGate, build_server

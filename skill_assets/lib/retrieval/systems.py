@@ -69,8 +69,8 @@ def run_systems(engine: Engine, queries: Sequence[str], first_stage: str,
     documents = [dense_document(s) for s in engine.skills]
     for variant, path in embedders:
         other = DenseIndex(path, engine.cache_dir, engine.dense.query_prompt, log=engine.log)
-        other.index(documents)
-        runs[f"embedder:{variant}"] = SystemRun(top_k_rankings(other.scores(queries), engine.ids, top_k),
+        matrix, _, _ = other.embed(documents)
+        runs[f"embedder:{variant}"] = SystemRun(top_k_rankings(other.scores(queries, matrix), engine.ids, top_k),
                                                 other.fingerprint)
     first_name = f"embedder:{first_stage}"
     heads = [(first_name, runs[first_name], "reranker")]

@@ -10,6 +10,8 @@ alias were expanded — with a walk that stops at the first limit, so it cannot 
 """
 from __future__ import annotations
 
+import datetime
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -52,14 +54,22 @@ class ParsedSkill:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+#: a closing fence: a line that is '---' or '...' once stripped (``[^\S\n]`` is ``str.strip``'s whitespace on one line)
+_CLOSING_FENCE = re.compile(r"^[^\S\n]*(?:---|\.\.\.)[^\S\n]*$", re.MULTILINE)
+
+
 def _split_front_matter(text: str) -> tuple[str, str]:
-    lines = text.split("\n")
-    if not lines or lines[0].strip() != "---":
+    """(front matter, body) of ``text`` split on ``\n`` lines: the first line must strip to '---' and the
+    front matter ends at the next line that strips to '---' or '...'. Found by one regex search from
+    the second line, not by splitting the whole file into lines (a skill's body is ~100x its header)."""
+    first_end = text.find("\n")
+    if (text if first_end < 0 else text[:first_end]).strip() != "---":
         raise SkillParseError("missing_front_matter", "file does not start with a '---' front-matter fence")
-    for i in range(1, len(lines)):
-        if lines[i].strip() in ("---", "..."):
-            return "\n".join(lines[1:i]), "\n".join(lines[i + 1 :])
-    raise SkillParseError("unterminated_front_matter", "front matter has no closing '---' fence")
+    fence = _CLOSING_FENCE.search(text, first_end + 1) if first_end >= 0 else None
+    if fence is None:
+        raise SkillParseError("unterminated_front_matter", "front matter has no closing '---' fence")
+    # the lines between the two fences (none when the fence is the second line), and every line after it
+    return text[first_end + 1 : max(first_end + 1, fence.start() - 1)], text[fence.end() + 1 :]
 
 
 def check_expanded_size(meta: Any, limits: FrontMatterLimits = DEFAULT_LIMITS) -> None:
@@ -116,15 +126,21 @@ def _load_yaml(header: str) -> Any:
         raise SkillParseError("front_matter_too_deep", "front matter nests too deep to parse") from exc
 
 
-def parse_skill_markdown(text: str, limits: FrontMatterLimits = DEFAULT_LIMITS,
-                         require_description: bool = True) -> ParsedSkill:
-    """Parse decoded SKILL.md text (BOM and CRLF tolerated); raise SkillParseError on bad input.
+#: parsed front matters kept per process, keyed by their text: forks and mirrors repeat a front matter
+#: verbatim, and YAML is most of the parse. Only results with scalar extra values are kept (their
+#: ``extra`` dict is rebuilt per call, so no caller can alter a cached one) and only short headers.
+_HEADER_CACHE: dict[tuple, tuple[str, str, tuple]] = {}
+HEADER_CACHE_ENTRIES = 16_384
+HEADER_CACHE_MAX_CHARS = 4_000
+_IMMUTABLE = frozenset({str, int, float, bool, type(None), bytes, datetime.date, datetime.datetime})
 
-    ``require_description=False`` lets an empty description through (the router routes such a
-    skill on its name and body; the benchmark pipeline needs one).
-    """
-    text = text.lstrip("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
-    header, body = _split_front_matter(text)
+
+def _parse_header(header: str, limits: FrontMatterLimits, require_description: bool) -> tuple[str, str, dict]:
+    """(name, description, extra keys) of a front matter, or SkillParseError; cached as described above."""
+    key = (header, limits, require_description) if len(header) <= HEADER_CACHE_MAX_CHARS else None
+    hit = _HEADER_CACHE.get(key) if key is not None else None
+    if hit is not None:
+        return hit[0], hit[1], dict(hit[2])
     meta = _load_yaml(header)
     if not isinstance(meta, dict):
         raise SkillParseError("invalid_yaml", "front matter is not a YAML mapping")
@@ -135,8 +151,27 @@ def parse_skill_markdown(text: str, limits: FrontMatterLimits = DEFAULT_LIMITS,
         raise SkillParseError("missing_name", "front matter has no non-empty 'name'")
     if not description and require_description:
         raise SkillParseError("missing_description", "front matter has no non-empty 'description'")
+    extra = {str(k): v for k, v in meta.items() if k not in ("name", "description")}
+    if key is not None and all(type(v) in _IMMUTABLE for v in extra.values()):
+        if len(_HEADER_CACHE) >= HEADER_CACHE_ENTRIES:
+            _HEADER_CACHE.clear()
+        _HEADER_CACHE[key] = (name, description, tuple(extra.items()))
+    return name, description, extra
+
+
+def parse_skill_markdown(text: str, limits: FrontMatterLimits = DEFAULT_LIMITS,
+                         require_description: bool = True) -> ParsedSkill:
+    """Parse decoded SKILL.md text (BOM and CRLF tolerated); raise SkillParseError on bad input.
+
+    ``require_description=False`` lets an empty description through (the router routes such a
+    skill on its name and body; the benchmark pipeline needs one).
+    """
+    text = text.lstrip("\ufeff")
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    header, body = _split_front_matter(text)
+    name, description, extra = _parse_header(header, limits, require_description)
     body = body.strip()
     if not body:
         raise SkillParseError("empty_body", "the Markdown body after the front matter is empty")
-    extra = {str(k): v for k, v in meta.items() if k not in ("name", "description")}
     return ParsedSkill(name=name, description=description, body=body, extra=extra)

@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from operator import attrgetter
 from pathlib import Path
 
 from skill_assets.lib.common.frontmatter import (
@@ -30,6 +31,7 @@ from skill_assets.lib.common.frontmatter import (
 )
 
 SKILL_FILE_NAME = "skill.md"
+_entry_name = attrgetter("name")
 SKIPPED_FOLDERS = frozenset({".git"})
 #: reasons about a folder, not a file: listed, but not counted among the files seen
 FOLDER_REASONS = ("unreadable_folder", "folder_symlink")
@@ -44,65 +46,91 @@ class FolderReject:
     message: str
 
 
-def walk_skill_files(root: Path) -> Iterator[Path | FolderReject]:
+def walk_skill_files(root: Path, on_folder: Callable[[str, list[str]], None] | None = None
+                     ) -> Iterator[Path | FolderReject]:
     """Candidate skill files under ``root`` in sorted order, and a FolderReject for each folder skipped.
 
+    ``on_folder(folder, names)`` is told the path and entry names of each folder listed, before its
+    files are yielded (so a caller can look for e.g. license files without a stat per guess).
     Raises OSError only when ``root`` itself cannot be listed (the caller's whole source is unreadable).
     """
-    pending = [root]
+    for entry in walk_skill_paths(root, on_folder):
+        yield entry if isinstance(entry, FolderReject) else Path(entry)
+
+
+def walk_skill_paths(root: Path, on_folder: Callable[[str, list[str]], None] | None = None
+                     ) -> Iterator[str | FolderReject]:
+    """``walk_skill_files`` with the files as path strings (no pathlib object per folder or file: at
+    100K skill folders those were most of the walk's cost)."""
+    start = str(root)
+    pending = [start]
     while pending:
         folder = pending.pop()
         try:
             with os.scandir(folder) as it:
-                entries = sorted(it, key=lambda e: e.name)
+                entries = sorted(it, key=_entry_name)
         except OSError as exc:
-            if folder == root:
+            if folder == start:
                 raise
-            yield FolderReject(folder, "unreadable_folder", f"folder cannot be listed: {exc.strerror or exc}")
+            yield FolderReject(Path(folder), "unreadable_folder", f"folder cannot be listed: {exc.strerror or exc}")
             continue
+        if on_folder is not None:
+            on_folder(folder, [e.name for e in entries])
         subfolders = []
         for entry in entries:
-            path = Path(entry.path)
             if entry.is_symlink():
-                if os.path.isdir(path):
-                    yield FolderReject(path, "folder_symlink",
-                                       f"symlinked folder not followed (-> {os.path.realpath(path)})")
+                if os.path.isdir(entry.path):
+                    yield FolderReject(Path(entry.path), "folder_symlink",
+                                       f"symlinked folder not followed (-> {os.path.realpath(entry.path)})")
                 elif entry.name.lower() == SKILL_FILE_NAME:
-                    yield path
+                    yield entry.path
             elif entry.is_dir(follow_symlinks=False):
                 if entry.name not in SKIPPED_FOLDERS:
-                    subfolders.append(path)
+                    subfolders.append(entry.path)
             elif entry.name.lower() == SKILL_FILE_NAME:
-                yield path
+                yield entry.path
         pending.extend(reversed(subfolders))
 
 
 def read_skill_bytes(path: Path, root: Path, max_bytes: int) -> bytes:
     """The bytes of one candidate file under the symlink, file-type and size rules; SkillParseError if not."""
-    if path.is_symlink():
+    st = os.lstat(path)  # a plain file's lstat is its stat: one call where a symlink needs two
+    if stat.S_ISLNK(st.st_mode):
         target = os.path.realpath(path)
         if not Path(target).is_relative_to(os.path.realpath(root)):
             raise SkillParseError("symlink_outside_source", f"symlink points outside the source: {target}")
-    try:
-        st = os.stat(path)
-    except OSError as exc:
-        if path.is_symlink():
-            raise SkillParseError("broken_symlink", f"dangling or looping symlink: {exc.strerror}") from exc
-        raise
+        try:
+            st = os.stat(path)
+        except OSError as exc:
+            if path.is_symlink():
+                raise SkillParseError("broken_symlink", f"dangling or looping symlink: {exc.strerror}") from exc
+            raise
     if not stat.S_ISREG(st.st_mode):
         raise SkillParseError("not_regular_file", f"not a regular file ({_file_kind(st.st_mode)}); not opened")
     if st.st_size > max_bytes:
         raise SkillParseError("too_large", f"{st.st_size} bytes exceeds the cap of {max_bytes}")
     # O_NONBLOCK: should the path have become a FIFO since the stat, open must not wait for a writer
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    with os.fdopen(fd, "rb") as fh:
+    try:
         opened = os.fstat(fd)
         if (opened.st_ino, opened.st_dev) != (st.st_ino, st.st_dev):
             raise SkillParseError("unreadable", "file was replaced while being read")
-        data = fh.read(max_bytes + 1)
+        data = _read_up_to(fd, max_bytes + 1, opened.st_size)
+    finally:
+        os.close(fd)
     if len(data) > max_bytes:
         raise SkillParseError("too_large", f"more than {max_bytes} bytes (the cap)")
     return data
+
+
+def _read_up_to(fd: int, limit: int, size_hint: int) -> bytes:
+    """At most ``limit`` bytes from ``fd``, to end of file, as a buffered ``read(limit)`` would return them;
+    the first read asks for the stat'ed size + 1 (no ``limit``-sized buffer per file, no file object)."""
+    parts, got = [], 0
+    while got < limit and (chunk := os.read(fd, min(limit - got, size_hint + 1 if not parts else limit - got))):
+        parts.append(chunk)
+        got += len(chunk)
+    return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
 def decode_skill_bytes(data: bytes) -> str:

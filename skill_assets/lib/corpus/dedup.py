@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from skill_assets.lib.common.hashing import normalise_text
-from skill_assets.lib.corpus.minhash import MinHasher, lsh_candidate_pairs, sketch_chunks
+from skill_assets.lib.corpus.minhash import MinHasher, Utf8Chunk, lsh_pair_array, sketch_chunks, verified_groups
 
 
 @dataclass(frozen=True)
@@ -46,22 +46,6 @@ def keep_order_key(row: dict, source_rank: dict[str, int]) -> tuple:
     return (-body_chars, source_rank.get(row["source"], len(source_rank)), row["skill_id"])
 
 
-class _UnionFind:
-    def __init__(self, n: int) -> None:
-        self.parent = list(range(n))
-
-    def find(self, i: int) -> int:
-        while self.parent[i] != i:
-            self.parent[i] = self.parent[self.parent[i]]
-            i = self.parent[i]
-        return i
-
-    def union(self, a: int, b: int) -> None:
-        ra, rb = self.find(a), self.find(b)
-        if ra != rb:
-            self.parent[max(ra, rb)] = min(ra, rb)
-
-
 def _fold_by_key(rows: list[dict], key, layer: str, duplicates: list[dict]) -> list[dict]:
     """Keep the first row (rows are pre-sorted by keep order) of each key group."""
     kept: dict = {}
@@ -75,11 +59,13 @@ def _fold_by_key(rows: list[dict], key, layer: str, duplicates: list[dict]) -> l
     return list(kept.values())
 
 
-def near_duplicate_pairs(texts: list[str] | Iterable[list[str]], config: DedupConfig) -> list[tuple[int, int, float]]:
+def near_duplicate_pairs(texts: list[str] | Iterable[list[str] | Utf8Chunk],
+                         config: DedupConfig) -> list[tuple[int, int, float]]:
     """(duplicate index, kept index, Jaccard) for each text folded into an earlier one.
 
-    ``texts`` is a list, or an iterable of consecutive chunks of texts (so a caller can stream
-    them from disk). Texts must be in keep order: the smallest index of a group is the one kept.
+    ``texts`` is a list, or an iterable of chunks: lists of the next texts, or ``Utf8Chunk``s that
+    name their documents' places (so a caller can stream them from disk in whatever order a scan
+    returns them). Places are keep order: the smallest index of a group is the one kept.
     Candidate pairs whose ends are already in one group skip verification (union-find), which
     keeps exact Jaccard work near-linear in the number of duplicates.
     """
@@ -87,20 +73,18 @@ def near_duplicate_pairs(texts: list[str] | Iterable[list[str]], config: DedupCo
     if isinstance(texts, list) and (not texts or isinstance(texts[0], str)):
         chunks = [texts[i : i + TEXT_CHUNK] for i in range(0, len(texts), TEXT_CHUNK)]
     sk = sketch_chunks(chunks, config.shingle_size, MinHasher(config.num_perm, config.seed))
-    sigs, n = sk.signatures, len(sk.set_offsets) - 1
+    sigs, n = sk.signatures, len(sk.set_starts)
     if n < 2:
         return []
-    uf = _UnionFind(n)
-    similarity = sk.jaccard
-
-    pairs = np.array(sorted(lsh_candidate_pairs(sigs, config.bands)), dtype=np.int64).reshape(-1, 2)
+    pairs = lsh_pair_array(sigs, config.bands)
     estimate = (sigs[pairs[:, 0]] == sigs[pairs[:, 1]]).mean(axis=1) if len(pairs) else np.zeros(0)
-    for a, b in pairs[estimate >= config.jaccard_threshold - config.estimate_margin].tolist():
-        if uf.find(a) != uf.find(b) and similarity(a, b) >= config.jaccard_threshold:
-            uf.union(a, b)
+    parent, similarity = np.arange(n, dtype=np.int64), np.ones(n, dtype=np.float64)
     # the reported similarity is the measured Jaccard to the kept skill (a member joined through a
     # chain of near-duplicates may sit below the threshold to it, and the table says so)
-    return [(i, uf.find(i), similarity(i, uf.find(i))) for i in range(n) if uf.find(i) != i]
+    verified_groups(np.ascontiguousarray(pairs[estimate >= config.jaccard_threshold - config.estimate_margin]),
+                    sk.sets, sk.set_starts, sk.set_ends, config.jaccard_threshold, parent, similarity)
+    folded = np.flatnonzero(parent != np.arange(n))
+    return list(zip(folded.tolist(), parent[folded].tolist(), similarity[folded].tolist(), strict=True))
 
 
 FILE_OPERATION_RULES: dict[str, re.Pattern[str]] = {
@@ -123,11 +107,12 @@ def file_operation_rule(name: str) -> str | None:
 
 
 def deduplicate(rows: list[dict], source_order: list[str], config: DedupConfig = DedupConfig(),
-                texts_for: Callable[[list[str]], Iterable[list[str]]] | None = None) -> tuple[list[dict], list[dict]]:
+                texts_for: Callable[[list[str]], Iterable[list[str] | Utf8Chunk]] | None = None) -> tuple[list[dict], list[dict]]:
     """Return (kept rows, duplicate records); every input row is in exactly one of the two.
 
-    ``texts_for(skill_ids)`` yields the near-duplicate texts (description + body) of those skills in
-    that order, chunk by chunk; by default they come from the rows themselves.
+    ``texts_for(skill_ids)`` yields the near-duplicate texts (description + body) of those skills chunk
+    by chunk: lists of texts in that order, or ``Utf8Chunk``s naming each text's place in
+    ``skill_ids``; by default they come from the rows themselves.
     """
     rank = {s: i for i, s in enumerate(source_order)}
     ordered = sorted(rows, key=lambda r: keep_order_key(r, rank))

@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import json
 import multiprocessing
-from collections.abc import Callable, Iterator
+import os
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from itertools import chain, islice
 from pathlib import Path
 
 from skill_assets.lib.common.archives import DEFAULT_LIMITS as DEFAULT_ARCHIVE_LIMITS
@@ -22,8 +25,9 @@ from skill_assets.lib.common.archives import ArchiveLimits
 from skill_assets.lib.common.frontmatter import SkillParseError
 from skill_assets.lib.common.hashing import digest, normalise_name, normalise_text, normalised_content_hash
 from skill_assets.lib.common.language import detect_language, language_of_counts, script_counts
-from skill_assets.lib.common.skill_files import FOLDER_REASONS, FolderReject, read_skill, walk_skill_files
+from skill_assets.lib.common.skill_files import FOLDER_REASONS, FolderReject, read_skill, walk_skill_paths
 from skill_assets.lib.common.sources import (
+    LICENSE_FILES,
     LicenseUnreadable,
     PreparedSource,
     SourceError,
@@ -36,6 +40,9 @@ DEFAULT_MAX_BYTES = 1_000_000
 PARALLEL_MIN_FILES = 2000
 #: reject rows that name a source, a folder or a license file rather than a skill file: not among ``files_seen``
 UNCOUNTED_REASONS = ("source_unreadable", "license_unreadable", *FOLDER_REASONS)
+#: license file names in any case: a folder with none of them listed holds none (on a case-insensitive
+#: file system too, where ``license_in``'s stat of 'LICENSE' would find 'license')
+_LICENSE_NAMES = frozenset(n.lower() for n in LICENSE_FILES)
 
 
 @dataclass
@@ -109,64 +116,114 @@ class _RowBuffer:
             self.pending = []
 
 
-def _parsed(files: list[str], root: Path, max_bytes: int, workers: int) -> Iterator[tuple]:
-    """Parse results in file order, consumed while the workers run (never all held at once)."""
-    if workers > 1 and len(files) >= PARALLEL_MIN_FILES:
-        chunk = max(200, len(files) // (workers * 16))
-        batches = [(files[i : i + chunk], str(root), max_bytes) for i in range(0, len(files), chunk)]
-        # spawned, not forked: a forked worker maps the parent's whole heap (a Dagster run, a loaded
-        # model) and counts it in its own footprint; a spawned one holds only the parser
-        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-            for batch in pool.map(_read_batch, batches):
-                yield from batch
-    else:
-        yield from _read_batch((files, str(root), max_bytes))
+#: files a worker parses per task: small enough that results flow back steadily, large enough to amortise the hand-off
+WORKER_BATCH = 500
+
+
+def _parsed(files: Iterator[str], root: Path, max_bytes: int, workers: int) -> Iterator[tuple]:
+    """Parse results in file order, consumed while the workers run (never all held at once).
+
+    ``files`` is consumed as the workers go: the walk of a large source overlaps its parsing instead of
+    leaving the workers idle until it ends. Fewer than ``PARALLEL_MIN_FILES`` files are parsed here.
+    """
+    head = list(islice(files, PARALLEL_MIN_FILES))
+    if workers <= 1 or len(head) < PARALLEL_MIN_FILES:
+        yield from _read_batch((head + list(files), str(root), max_bytes))
+        return
+    batches = _batched(chain(head, files), WORKER_BATCH)
+    # spawned, not forked: a forked worker maps the parent's whole heap (a Dagster run, a loaded
+    # model) and counts it in its own footprint; a spawned one holds only the parser
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        pending: deque = deque()
+        for batch in batches:
+            pending.append(pool.submit(_read_batch, (batch, str(root), max_bytes)))
+            # a few tasks queued per worker; results are taken in order as soon as they are ready
+            while len(pending) > 4 * workers or (pending and pending[0].done()):
+                yield from pending.popleft().result()
+        while pending:
+            yield from pending.popleft().result()
+
+
+def _batched(items: Iterable[str], size: int) -> Iterator[list[str]]:
+    it = iter(items)
+    while batch := list(islice(it, size)):
+        yield batch
 
 
 def _ingest_one(src: PreparedSource, max_bytes: int, workers: int, now: datetime,
                 raw: _RowBuffer, rejects: list[dict]) -> int:
     """Ingest one prepared source; return how many skill files it held (the rows it added to either output)."""
-    def reject(path: Path, code: str, message: str) -> None:
-        rejects.append({"source": src.spec.name, "path": path.relative_to(src.root).as_posix(), "reason": code,
-                        "message": message, "ingested_at": now})
+    file_rejects: list[dict] = []
 
-    files: list[str] = []
-    for entry in walk_skill_files(src.root):
-        if isinstance(entry, FolderReject):
-            reject(entry.path, entry.code, entry.message)
-        else:
-            files.append(str(entry))
-    licenses: dict[Path, str | None] = {}
+    def reject(path: Path, code: str, message: str, into: list[dict] = file_rejects) -> None:
+        into.append({"source": src.spec.name, "path": path.relative_to(src.root).as_posix(), "reason": code,
+                     "message": message, "ingested_at": now})
 
-    def nearest_license(folder: Path) -> str | None:
+    root = str(src.root)
+    prefix = root if root.endswith(os.sep) else root + os.sep
+
+    def relative(path: str) -> str:
+        """``path`` relative to the source root, POSIX-style ('.' for the root): a string slice for
+        what the walk joined onto the root, pathlib only for what it did not (e.g. a root of '.')."""
+        if path == root:
+            return "."
+        if path.startswith(prefix):
+            return path[len(prefix):].replace(os.sep, "/")
+        return Path(path).relative_to(src.root).as_posix()
+
+    # whether each folder the walk listed holds an entry that may be a license file: the others need
+    # no stat per license name (seven per skill folder, the largest cost of a 100K-file ingest)
+    may_hold_license: dict[str, bool] = {}
+
+    def listed(folder: str, names: list[str]) -> None:
+        may_hold_license[relative(folder)] = any(n.lower() in _LICENSE_NAMES for n in names)
+
+    # folder rejects come first, as when the walk ended before any file was parsed (rows stay in walk order)
+    folder_rejects: list[dict] = []
+    n_files = 0
+
+    def candidates() -> Iterator[str]:
+        nonlocal n_files
+        for entry in walk_skill_paths(src.root, listed):
+            if isinstance(entry, FolderReject):
+                reject(entry.path, entry.code, entry.message, folder_rejects)
+            else:
+                n_files += 1
+                yield entry
+
+    licenses: dict[str, str | None] = {}
+
+    def nearest_license(rel_dir: str) -> str | None:
         """License of the skill folder or its nearest ancestor inside the source; an unreadable one is listed and skipped."""
-        if folder == src.root or src.root not in folder.parents:
+        if rel_dir == ".":
             return src.license
-        if folder not in licenses:
-            try:
-                found = license_in(folder)
-            except LicenseUnreadable as exc:
-                reject(exc.path, "license_unreadable", exc.why)
-                found = None
-            licenses[folder] = found or nearest_license(folder.parent)
-        return licenses[folder]
+        if rel_dir not in licenses:
+            found = None
+            if may_hold_license.get(rel_dir, True):
+                try:
+                    found = license_in(src.root / rel_dir)
+                except LicenseUnreadable as exc:
+                    reject(exc.path, "license_unreadable", exc.why)
+            licenses[rel_dir] = found or nearest_license(rel_dir.rpartition("/")[0] or ".")
+        return licenses[rel_dir]
 
     owners: dict[str, str] = {}
-    for path_str, row, code, message in _parsed(files, src.root, max_bytes, workers):
-        path = Path(path_str)
-        rel = path.relative_to(src.root).as_posix()
-        rel_dir = path.parent.relative_to(src.root).as_posix()
+    for path_str, row, code, message in _parsed(candidates(), src.root, max_bytes, workers):
+        rel = relative(path_str)
+        rel_dir = rel.rpartition("/")[0] or "."
         skill_id = src.spec.name if rel_dir == "." else f"{src.spec.name}/{rel_dir}"
         if row is not None and skill_id in owners:  # SKILL.md and skill.md in one folder
             row, code, message = None, "duplicate_id", f"skill id {skill_id!r} already taken by {owners[skill_id]}"
         if row is None:
-            reject(path, code, message)
+            reject(Path(path_str), code, message)
             continue
         owners[skill_id] = rel
         raw.add({"skill_id": skill_id, "source": src.spec.name, "path": rel, "repo": src.spec.repo or src.spec.location,
-                 "commit": src.commit, "license": nearest_license(path.parent),
+                 "commit": src.commit, "license": nearest_license(rel_dir),
                  **row, "ingested_at": now})
-    return len(files)
+    rejects.extend(folder_rejects)
+    rejects.extend(file_rejects)
+    return n_files
 
 
 def ingest_sources(specs: list[SourceSpec], workdir: Path, max_bytes: int = DEFAULT_MAX_BYTES,

@@ -80,3 +80,26 @@ def test_invalid_yaml_message_is_single_line():
     assert info.value.code == "invalid_yaml"
     assert "\n" not in info.value.message
     assert info.value.message.startswith("front matter is not valid YAML")
+
+
+def test_repeated_front_matter_is_parsed_once_and_no_caller_shares_its_extra():
+    from skill_assets.lib.common import frontmatter
+
+    frontmatter._HEADER_CACHE.clear()
+    text = "---\nname: fork\ndescription: same header in every mirror\nversion: 2\n---\nbody {}\n"
+    first = parse_skill_markdown(text.format(1))
+    first.extra["version"] = 99  # a caller changing its copy
+    second = parse_skill_markdown(text.format(2))
+    assert second.extra == {"version": 2} and second.body == "body 2" and len(frontmatter._HEADER_CACHE) == 1
+    # nested values are mutable: such a front matter is parsed every time, never cached
+    nested = "---\nname: n\ndescription: d\nmetadata:\n  tags: [a]\n---\nbody\n"
+    parse_skill_markdown(nested).extra["metadata"]["tags"].append("b")
+    assert parse_skill_markdown(nested).extra == {"metadata": {"tags": ["a"]}}
+    assert len(frontmatter._HEADER_CACHE) == 1
+    # an error is never cached away: the same bad header fails the same way each time
+    for _ in range(2):
+        with pytest.raises(SkillParseError) as info:
+            parse_skill_markdown("---\nname: x\n---\nbody\n")
+        assert info.value.code == "missing_description"
+    # the limits and the description requirement are part of what a cached result answers
+    assert parse_skill_markdown("---\nname: x\n---\nbody\n", require_description=False).description == ""

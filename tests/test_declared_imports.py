@@ -17,8 +17,15 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 REPO = Path(__file__).resolve().parent.parent
-LOCAL = {"skill_assets", "fault_server", "hostile_inputs", "conftest", "bilingual_pool", "label_studio_server",
-         "review_store", "generation_inputs", "results_doc"}
+
+
+def local_modules(folder: Path) -> set[str]:
+    """The project package and every module that lives in ``folder`` (helpers imported by file name).
+
+    Taken from the tree, not from a hand-kept list, so a new helper module (``bench/route_latency.py``
+    imported by ``bench/first_answer.py``) is local the moment it exists.
+    """
+    return {"skill_assets"} | {path.stem for path in folder.rglob("*.py")}
 
 
 def imported_modules(folder: Path) -> set[str]:
@@ -29,7 +36,7 @@ def imported_modules(folder: Path) -> set[str]:
                 names |= {a.name.split(".")[0] for a in node.names}
             elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
                 names.add(node.module.split(".")[0])
-    return names - LOCAL - set(sys.stdlib_module_names)
+    return names - local_modules(folder) - set(sys.stdlib_module_names)
 
 
 def declared_closure() -> set[str]:

@@ -40,7 +40,7 @@ from skill_assets.lib.common.frontmatter import SkillParseError, parse_skill_mar
 from skill_assets.lib.common.sources import SourceSpec
 from skill_assets.lib.corpus.corpus_store import dedup_in_store, ingest_into_store
 from skill_assets.lib.corpus.dedup import DedupConfig, deduplicate, near_duplicate_pairs
-from skill_assets.lib.corpus.minhash import shingle_hashes_batch
+from skill_assets.lib.corpus.minhash import shingle_hashes
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "github-skills" / "repos"
 NEAR_KINDS = ("front_matter", "sentences", "reorder")
@@ -164,7 +164,7 @@ def datasketch_seconds(texts: list[str], config: DedupConfig) -> float:
     """datasketch MinHash + MinHashLSH (same permutations, bands and shingles); shingling not timed."""
     from datasketch import MinHash, MinHashLSH
 
-    sh, off = shingle_hashes_batch(texts, config.shingle_size)
+    sh, off = shingle_hashes(texts, config.shingle_size)
     shingles = [[v.tobytes() for v in sh[off[i] : off[i + 1]]] for i in range(len(texts))]
     started = time.perf_counter()
     lsh = MinHashLSH(threshold=config.jaccard_threshold, num_perm=config.num_perm,

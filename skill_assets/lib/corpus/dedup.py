@@ -20,7 +20,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from skill_assets.lib.common.hashing import normalise_text
-from skill_assets.lib.corpus.minhash import MinHasher, Utf8Chunk, lsh_pair_array, sketch_chunks, verified_groups
+from skill_assets.lib.corpus.minhash import MinHasher, Utf8Chunk, lsh_pair_array, sketch_chunks
+from skill_assets.lib.corpus.minhash_kernels import verified_groups
 
 
 @dataclass(frozen=True)
@@ -35,7 +36,7 @@ class DedupConfig:
     seed: int = 1
 
 
-#: documents shingled at a time (bounds the byte-level intermediates of the tokeniser)
+#: documents per chunk of near-duplicate texts (a slice of a list, or one batch of the store scan)
 TEXT_CHUNK = 2000
 
 

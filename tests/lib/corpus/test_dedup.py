@@ -1,5 +1,6 @@
 import random
 
+import minhash_reference as ref
 import numpy as np
 import pytest
 
@@ -13,9 +14,11 @@ from skill_assets.lib.corpus.dedup import (
 )
 from skill_assets.lib.corpus.minhash import (
     MinHasher,
-    jaccard_hashes,
-    lsh_candidate_pairs,
-    shingle_hashes_batch,
+    Sketches,
+    _char_budget_parts,
+    lsh_pair_array,
+    shingle_hashes,
+    sketch_chunks,
 )
 
 VOCAB = (
@@ -232,66 +235,76 @@ def test_jaccard():
     assert jaccard(set(), set()) == 1.0
     assert jaccard({"a"}, set()) == 0.0
     assert jaccard({"a", "b", "c"}, {"b", "c", "d"}) == pytest.approx(0.5)
-    u = lambda *v: np.array(v, dtype=np.uint64)
-    assert jaccard_hashes(u(1, 2, 3), u(2, 3, 4)) == pytest.approx(0.5)
-    assert jaccard_hashes(u(3, 1, 1, 2), u(2, 3, 1)) == 1.0  # order and repeats ignored
-    assert jaccard_hashes(u(), u()) == 1.0
-    assert jaccard_hashes(u(1), u()) == 0.0
+    # the sketches' merge over sorted sets: documents 0 = {1, 2, 3}, 1 = {2, 3, 4}, 2 = {1, 2, 3}, 3 = {}, 4 = {}
+    sets = np.array([1, 2, 3, 2, 3, 4, 1, 2, 3], dtype=np.uint32)
+    sk = Sketches(np.zeros((5, 4), dtype=np.uint32), sets, np.array([0, 3, 6, 9, 9]), np.array([3, 6, 9, 9, 9]))
+    assert sk.jaccard(0, 1) == pytest.approx(0.5) == sk.jaccard(1, 0)
+    assert sk.jaccard(0, 2) == 1.0
+    assert sk.jaccard(3, 4) == 1.0
+    assert sk.jaccard(0, 3) == 0.0 == sk.jaccard(3, 0)
 
 
-def test_shingle_hashes_batch_counts_and_offsets():
+def test_shingle_hashes_counts_and_offsets():
     texts = ["a b c d e f", "x y z", "", "A  B\tC D E F", "数据清洗工作", "one"]
-    sh, offsets = shingle_hashes_batch(texts, size=5)
+    sh, offsets = shingle_hashes(texts, size=5)
     assert offsets.tolist() == [0, 2, 3, 3, 5, 7, 8]
     assert len(sh) == 8 and sh.dtype == np.uint64
     # tokenisation is case- and whitespace-insensitive
     assert sh[0:2].tolist() == sh[3:5].tolist()
     # order matters inside a shingle
-    sh2, _ = shingle_hashes_batch(["b a c d e f", "a b c d e g"], size=5)
+    sh2, _ = shingle_hashes(["b a c d e f", "a b c d e g"], size=5)
     assert sh2[0] != sh[0] and sh2[2] == sh[0] and sh2[3] != sh[1]
     # the same corpus hashes the same way every time
-    again, off2 = shingle_hashes_batch(texts, size=5)
+    again, off2 = shingle_hashes(texts, size=5)
     assert again.tolist() == sh.tolist() and off2.tolist() == offsets.tolist()
+    assert [len(x) for x in shingle_hashes([], 5)] == [0, 1]
     with pytest.raises(ValueError):
-        shingle_hashes_batch(["a"], size=99)
+        shingle_hashes(["a"], size=99)
+    with pytest.raises(ValueError):
+        sketch_chunks([["a"]], 99, MinHasher())
 
 
 def test_shingle_sets_give_exact_jaccard():
     # 12 tokens with size 3 → 10 shingles each; one token changed in the middle alters 3 shingles
     a = " ".join(f"w{i}" for i in range(12))
     b = a.replace("w6", "zz")
-    sh, off = shingle_hashes_batch([a, b], size=3)
-    assert jaccard_hashes(sh[off[0]:off[1]], sh[off[1]:off[2]]) == pytest.approx(7 / 13)
+    sh, off = shingle_hashes([a, b], size=3)
+    assert ref.jaccard(sh[off[0]:off[1]].tolist(), sh[off[1]:off[2]].tolist()) == pytest.approx(7 / 13)
+    assert sketch_chunks([[a, b]], 3, MinHasher()).jaccard(0, 1) == pytest.approx(7 / 13)
 
 
 def test_minhash_signatures_estimate_jaccard():
     base = _prose(11, 400).split()
     a = " ".join(base)
     b = " ".join(base[: len(base) * 3 // 4] + _prose(12, 100).split())
-    sh, off = shingle_hashes_batch([a, b, ""], size=5)
-    true = jaccard_hashes(sh[off[0]:off[1]], sh[off[1]:off[2]])
+    true = ref.jaccard(ref.shingles(a), ref.shingles(b))
     assert 0.4 < true < 0.8
-    sigs = MinHasher(num_perm=256, seed=3).signatures(sh, off)
+    sign = lambda seed: sketch_chunks([[a, b, ""]], 5, MinHasher(num_perm=256, seed=seed)).signatures
+    sigs = sign(3)
     assert sigs.shape == (3, 256) and sigs.dtype == np.uint32
     est = float(np.mean(sigs[0] == sigs[1]))
     assert abs(est - true) < 0.1
     assert np.all(sigs[2] == np.iinfo(np.uint32).max)  # empty document
     # deterministic by seed, different across seeds
-    assert np.array_equal(sigs, MinHasher(num_perm=256, seed=3).signatures(sh, off))
-    assert not np.array_equal(sigs[0], MinHasher(num_perm=256, seed=4).signatures(sh, off)[0])
+    assert np.array_equal(sigs, sign(3))
+    assert not np.array_equal(sigs[0], sign(4)[0])
 
 
-def test_minhash_signature_of_a_document_does_not_depend_on_its_batch():
+def test_minhash_sketch_of_a_document_does_not_depend_on_its_batch():
     texts = [_prose(40 + i, 60) for i in range(7)] + [""] + [_prose(50, 30), "short text"]
-    sh, off = shingle_hashes_batch(texts, size=5)
     hasher = MinHasher(num_perm=32, seed=2)
-    whole = hasher.signatures(sh, off)
+    whole = sketch_chunks([texts], 5, hasher)
+    assert len({tuple(row) for row in whole.signatures.tolist()}) == len(texts)
     for i, t in enumerate(texts):
-        sh1, off1 = shingle_hashes_batch([t], size=5)
-        assert np.array_equal(hasher.signatures(sh1, off1)[0], whole[i])
+        alone = sketch_chunks([[t]], 5, hasher)
+        assert np.array_equal(alone.signatures[0], whole.signatures[i])
+        assert np.array_equal(alone.sets, whole.sets[whole.set_starts[i] : whole.set_ends[i]])
 
 
 def test_lsh_candidate_pairs():
+    def lsh_candidate_pairs(signatures, bands, max_bucket_pairs=20):
+        return set(map(tuple, lsh_pair_array(signatures, bands, max_bucket_pairs).tolist()))
+
     sigs = np.array([[1, 2, 3, 4], [1, 2, 9, 9], [7, 7, 3, 4], [5, 6, 8, 8]], dtype=np.uint32)
     assert lsh_candidate_pairs(sigs, bands=2) == {(0, 1), (0, 2)}
     assert lsh_candidate_pairs(sigs, bands=1) == set()
@@ -302,6 +315,8 @@ def test_lsh_candidate_pairs():
     same = np.zeros((6, 4), dtype=np.uint32)
     assert lsh_candidate_pairs(same, bands=2, max_bucket_pairs=3) == {(0, 1), (1, 2), (2, 3), (3, 4), (4, 5)}
     assert len(lsh_candidate_pairs(same, bands=2)) == 15
+    # a bucket of exactly max_bucket_pairs members still emits all its pairs
+    assert lsh_candidate_pairs(same[:3], bands=2, max_bucket_pairs=3) == {(0, 1), (0, 2), (1, 2)}
 
 
 def test_near_duplicate_similarity_is_a_measured_jaccard():
@@ -314,8 +329,7 @@ def test_near_duplicate_similarity_is_a_measured_jaccard():
     for i in range(20, 400, 40):
         far[i] = f"y{i}"
     texts = [" ".join(a), " ".join(far), " ".join(mid)]  # 'far' links to 'a' only through 'mid'
-    sh, off = shingle_hashes_batch(texts)
-    jac = lambda i, j: jaccard_hashes(sh[off[i]:off[i + 1]], sh[off[j]:off[j + 1]])
+    jac = lambda i, j: ref.jaccard(ref.shingles(texts[i]), ref.shingles(texts[j]))
     assert jac(0, 1) < 0.7 <= min(jac(0, 2), jac(1, 2))
     pairs = {d: (k, sim) for d, k, sim in near_duplicate_pairs(texts, DedupConfig())}
     assert set(pairs) == {1, 2} and pairs[1][0] == 0 and pairs[2][0] == 0
@@ -323,15 +337,9 @@ def test_near_duplicate_similarity_is_a_measured_jaccard():
     assert pairs[1][1] == pytest.approx(jac(0, 1))  # measured to the kept skill, below the threshold
 
 
-def test_unique_per_document_matches_numpy_unique_across_chunks():
-    from skill_assets.lib.corpus.minhash import unique_per_document
-
-    rng = np.random.default_rng(3)
-    docs = [rng.integers(0, 2**63, size=rng.integers(0, 50), dtype=np.uint64) for _ in range(30)]
-    docs = [np.concatenate([d, d[:5]]) for d in docs]  # repeats inside a document
-    sh = np.concatenate(docs)
-    offsets = np.concatenate([[0], np.cumsum([len(d) for d in docs])]).astype(np.int64)
-    sets, set_off = unique_per_document(sh, offsets, chunk=100)  # forces several chunks
-    for i, d in enumerate(docs):
-        expected = np.unique((d >> np.uint64(32)).astype(np.uint32))
-        assert np.array_equal(sets[set_off[i] : set_off[i + 1]], expected)
+def test_char_budget_parts_cover_the_texts_in_order():
+    texts = ["ab", "cde", "", "f" * 9, "g", "hi", "j" * 4]
+    parts = list(_char_budget_parts(texts, budget=5))
+    assert [p for p, _ in parts] == [["ab", "cde", ""], ["f" * 9], ["g", "hi"], ["j" * 4]]  # a longer text alone
+    assert [first for _, first in parts] == [0, 3, 4, 6]
+    assert list(_char_budget_parts([], budget=5)) == []

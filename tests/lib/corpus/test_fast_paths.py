@@ -2,7 +2,8 @@
 
 Each fast path (compiled sketching, vectorised banding, compiled union-find, regex front-matter
 split, byte-level script counts, byte-level whitespace collapse, buffered-read replacement) is
-checked against a straightforward reference written here, on inputs chosen to hit the edges:
+checked against a straightforward reference (written here, or for the MinHash arithmetic in
+``minhash_reference.py``), on inputs chosen to hit the edges:
 CJK next to Latin and accents, every Unicode whitespace character, lone surrogates, documents
 shorter than a shingle, empty documents, chunks arriving out of order.
 """
@@ -12,6 +13,7 @@ import sys
 import unicodedata
 from itertools import combinations, pairwise
 
+import minhash_reference as ref
 import numpy as np
 import pytest
 
@@ -20,16 +22,7 @@ from skill_assets.lib.common.frontmatter import SkillParseError, _split_front_ma
 from skill_assets.lib.common.language import _CJK_OR_WORD, SAMPLE_CHARS, script_counts, strip_code
 from skill_assets.lib.common.skill_files import _read_up_to
 from skill_assets.lib.corpus.dedup import DedupConfig, near_duplicate_pairs
-from skill_assets.lib.corpus.minhash import (
-    MinHasher,
-    Utf8Chunk,
-    jaccard_hashes,
-    lsh_candidate_pairs,
-    lsh_pair_array,
-    shingle_hashes_batch,
-    sketch_chunks,
-    unique_per_document,
-)
+from skill_assets.lib.corpus.minhash import MinHasher, Utf8Chunk, lsh_pair_array, shingle_hashes, sketch_chunks
 
 PIECES = ["alpha", "Beta", "GAMMA", "x1_y", "数据", "清洗", "工作", "é", "ü", "—", "→", "😀", "日本語", "한국어",
           "\uf900", "\u3400", "\u33ff", "\u4dc0", " ", "  ", "\n", "\t", ".", ",", "`", "```", "_", "0", "Σ"]
@@ -44,19 +37,18 @@ def _texts(seed: int, n: int) -> list[str]:
     return out
 
 
-def _reference_sketch(texts, size=5, num_perm=64, seed=1):
-    sh, off = shingle_hashes_batch(texts, size)
-    return MinHasher(num_perm, seed).signatures(sh, off), unique_per_document(sh, off)
-
-
 @pytest.mark.parametrize("size", [3, 5])
-def test_compiled_sketch_matches_the_numpy_specification(size):
+def test_compiled_sketch_matches_the_python_reference(size):
     texts = _texts(1, 600)
-    sigs, (sets, set_off) = _reference_sketch(texts, size)
+    sigs, sets = ref.sketch(texts, size)
     sk = sketch_chunks([texts[:250], texts[250:]], size, MinHasher(64, 1))
     assert np.array_equal(sk.signatures, sigs)
     for i in range(len(texts)):
-        assert np.array_equal(sk.sets[sk.set_starts[i] : sk.set_ends[i]], sets[set_off[i] : set_off[i + 1]])
+        assert sk.sets[sk.set_starts[i] : sk.set_ends[i]].tolist() == sets[i], repr(texts[i][:60])
+    sh, off = shingle_hashes(texts, size)
+    assert sh.dtype == np.uint64 and len(off) == len(texts) + 1
+    for i, text in enumerate(texts):
+        assert sh[off[i] : off[i + 1]].tolist() == ref.shingles(text, size), repr(text[:60])
 
 
 def test_utf8_chunks_in_any_order_give_the_same_sketches_and_pairs():
@@ -98,15 +90,14 @@ def _reference_lsh(signatures, bands, max_bucket_pairs=20):
 def test_vectorised_banding_matches_bucket_loops(bands, max_bucket_pairs):
     sigs = np.random.default_rng(bands).integers(0, 3, size=(400, 8)).astype(np.uint32)
     expected = _reference_lsh(sigs, bands, max_bucket_pairs)
-    assert lsh_candidate_pairs(sigs, bands, max_bucket_pairs) == expected
     arr = lsh_pair_array(sigs, bands, max_bucket_pairs)
     assert arr.tolist() == sorted(map(list, expected)) and arr.dtype == np.int64
     assert lsh_pair_array(np.zeros((0, 8), dtype=np.uint32), bands).shape == (0, 2)
 
 
 def _reference_near_duplicates(texts, config):
-    """The union-find over verified candidate pairs, in Python, on numpy-specification sketches."""
-    sigs, (sets, off) = _reference_sketch(texts, config.shingle_size, config.num_perm, config.seed)
+    """The union-find over verified candidate pairs, in Python, on the Python reference's sketches."""
+    sigs, sets = ref.sketch(texts, config.shingle_size, config.num_perm, config.seed)
     n = len(texts)
     parent = list(range(n))
 
@@ -117,8 +108,7 @@ def _reference_near_duplicates(texts, config):
         return i
 
     def jac(a, b):
-        x, y = set(sets[off[a] : off[a + 1]].tolist()), set(sets[off[b] : off[b + 1]].tolist())
-        return 1.0 if not x and not y else len(x & y) / len(x | y)
+        return ref.jaccard(sets[a], sets[b])
 
     for a, b in sorted(_reference_lsh(sigs, config.bands)):
         if (sigs[a] == sigs[b]).mean() < config.jaccard_threshold - config.estimate_margin:
@@ -227,5 +217,7 @@ def test_jaccard_of_sketch_sets_is_the_exact_shingle_jaccard():
     a = " ".join(f"w{i}" for i in range(40))
     b = a.replace("w20", "zz")
     sk = sketch_chunks([[a, b]], 3, MinHasher(64, 1))
-    sh, off = shingle_hashes_batch([a, b], 3)
-    assert sk.jaccard(0, 1) == pytest.approx(jaccard_hashes(sh[off[0]:off[1]], sh[off[1]:off[2]]))
+    # 38 shingles each, the 3 that hold w20 differ: 35 shared of 41
+    assert ref.jaccard(ref.shingles(a, 3), ref.shingles(b, 3)) == pytest.approx(35 / 41)
+    assert sk.jaccard(0, 1) == pytest.approx(35 / 41)
+    assert sk.jaccard(0, 0) == 1.0

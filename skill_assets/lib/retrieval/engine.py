@@ -9,7 +9,7 @@ model the engine is the bi-encoder (+ reranker) path.
 Indexing is lexical first (``start_index``): BM25 over 10,000 skills takes seconds, the bi-encoder's and
 the multilingual encoder's indexes minutes on a few cores. ``start_index`` builds (or loads) BM25 and
 publishes it, then encodes the dense and multilingual indexes in a background thread (torch and numpy
-release the GIL; the two encoders run side by side, each on half the cores) and publishes the full
+release the GIL; the two encoders run side by side, each on half the cores: ``encoding``) and publishes the full
 index when both are done and the request encoders are loaded (a pool already cached is only loaded).
 ``index`` does the same and waits. Routing reads the published ``PoolIndex`` once per call and works on that
 object alone; a build replaces it whole in one assignment, so a call sees the lexical or the full
@@ -30,6 +30,7 @@ from skill_assets.lib.common.encoder_backends import BACKENDS
 from skill_assets.lib.common.hashing import digest
 from skill_assets.lib.retrieval.dense import DenseIndex
 from skill_assets.lib.retrieval.document_cache import IndexStats
+from skill_assets.lib.retrieval.encoding import encode_side_by_side
 from skill_assets.lib.retrieval.fusion import DEFAULT_DEPTH, Candidates, FusionModel, candidates
 from skill_assets.lib.retrieval.lexical import LexicalIndex
 from skill_assets.lib.retrieval.multilingual import USE_MULTILINGUAL, MultilingualEncoder, MultilingualIndex
@@ -216,75 +217,14 @@ class Engine:
 
     def _encode(self, skills: Sequence[Skill], shard_size: int, checkpoint: Callable[[], None]
                 ) -> tuple[np.ndarray, MultilingualIndex | None, int, int]:
-        """(dense matrix, multilingual index or None, documents cached, documents encoded).
-
-        With both to build and two cores or more, the two encoders run side by side, each on half the cores
-        (on 2 cores: one each; a single document batch gains little from a second thread, and on busy cores an
-        intra-op pool only spins): the multilingual side starts once the dense side has chosen its document
-        backend, so the bf16 gate's timing sees no encoder of ours beside it, and whichever side finishes
-        first hands its cores to the other. One core: one after the other."""
+        """(dense matrix, multilingual index or None, documents cached, documents encoded)."""
         dense_docs = [dense_document(s) for s in skills]
         if "multilingual" not in self.signals:
             dense, cached, encoded = self.dense.embed(dense_docs, shard_size, checkpoint)
             return dense, None, cached, encoded
-        multilingual_docs = [multilingual_document(s) for s in skills]
-        cores = self.multilingual.threads
-        if cores < 2:
-            dense, cached, encoded = self.dense.embed(dense_docs, shard_size, checkpoint)
-            multilingual, more = MultilingualIndex.build_or_load(multilingual_docs, self.cache_dir, self.multilingual,
-                                                                 self.log, shard_size, checkpoint)
-            return dense, multilingual, cached, encoded + more
-        import torch
-
-        dense_threads = cores // 2
-        chosen, dense_done, failed = threading.Event(), threading.Event(), threading.Event()
-        side: dict[str, object] = {}
-
-        def stop_if_failed() -> None:
-            checkpoint()
-            if failed.is_set():
-                raise IndexStopped("the other encoder failed")
-
-        def multilingual_side() -> None:
-            try:
-                chosen.wait()
-                side["index"] = MultilingualIndex.build_or_load(
-                    multilingual_docs, self.cache_dir, self.multilingual, self.log, shard_size, stop_if_failed,
-                    threads=lambda: cores if dense_done.is_set() else cores - dense_threads)
-            except BaseException as exc:  # noqa: BLE001 -- re-raised in the building thread below
-                side["error"] = exc
-                failed.set()
-
-        before = torch.get_num_threads()
-
-        def dense_checkpoint() -> None:
-            stop_if_failed()
-            if not worker.is_alive():  # the multilingual side is done: the dense side takes every core
-                torch.set_num_threads(before)
-
-        def dense_chosen() -> None:
-            torch.set_num_threads(dense_threads)
-            chosen.set()
-
-        worker = threading.Thread(target=multilingual_side, name="skill-assets-multilingual-index", daemon=True)
-        worker.start()
-        dense_error: BaseException | None = None
-        try:
-            dense, cached, encoded = self.dense.embed(dense_docs, shard_size, dense_checkpoint, dense_chosen)
-        except BaseException as exc:  # noqa: BLE001 -- raised below, after the other side has stopped
-            failed.set()
-            dense_error = exc
-        finally:
-            chosen.set()
-            dense_done.set()
-            torch.set_num_threads(before)
-            worker.join()
-        if "error" in side:  # the first failure, not the other side's stop
-            raise side["error"] if dense_error is None or isinstance(dense_error, IndexStopped) else dense_error
-        if dense_error is not None:
-            raise dense_error
-        multilingual, more = side["index"]
-        return dense, multilingual, cached, encoded + more
+        return encode_side_by_side(self.dense, dense_docs, self.multilingual,
+                                   [multilingual_document(s) for s in skills], self.cache_dir, self.log,
+                                   shard_size, checkpoint)
 
     def _publish(self, pool: PoolIndex, generation: int) -> bool:
         """Make ``pool`` the one routing reads, unless a newer build has begun since (its pool wins)."""

@@ -106,16 +106,7 @@ def test_jsonl_pool_is_equivalent(tmp_path, pool_dir, router, minilm, cache_dir)
     assert np.allclose([v for _, v in got], [v for _, v in want], atol=1e-6)
 
 
-def quiet_cpu(monkeypatch) -> None:
-    """No other process on the CPU, as far as the bf16 speed gate can tell: its verdict is cached at once
-    (one timed beside another job is measured again on the next index, which is not what these tests count)."""
-    from skill_assets.lib.common.encoder_backends import CpuMeter
-
-    monkeypatch.setattr(CpuMeter, "others_cpu_seconds", lambda self: 0.0)
-
-
-def test_second_index_is_a_cache_hit(minilm, pool_dir, tmp_path, monkeypatch):
-    quiet_cpu(monkeypatch)
+def test_second_index_is_a_cache_hit(minilm, pool_dir, tmp_path):
     skills, _ = load_pool(pool_dir)
     first = Router(minilm, cache_dir=tmp_path / "cache")
     s1 = first.index(skills)
@@ -149,8 +140,7 @@ def test_reranker_reorders_the_head(minilm, pool_dir, tmp_path):
     assert scores == sorted(scores, reverse=True)
 
 
-def test_reranker_backend_is_chosen_once_and_reported(minilm, pool_dir, tmp_path, monkeypatch):
-    quiet_cpu(monkeypatch)
+def test_reranker_backend_is_chosen_once_and_reported(minilm, pool_dir, tmp_path):
     logs: list[str] = []
     skills = load_pool(pool_dir).skills
     fast = Router(minilm, reranker_path=minilm, cache_dir=tmp_path / "cache", log=logs.append)
@@ -311,7 +301,10 @@ def test_pool_documents_are_embedded_by_the_gated_backend_and_it_keys_the_cache(
     fast = Router(minilm, cache_dir=tmp_path / "cache", log=said.append)  # torch-bf16 by default
     fast.index(skills)
     (line,) = [m for m in said if m.startswith("document encoder: ")]
-    assert "bf16 gate on" in line  # chosen or refused, the gate says what it measured
+    from skill_assets.lib.common.encoder_backends import native_bf16
+
+    # chosen or refused, the line says why: what the gate measured, or that this CPU has no native bf16
+    assert ("bf16 gate on" in line if native_bf16() else "bf16 not tried" in line), line
     exact = Router(minilm, cache_dir=tmp_path / "cache", embedder_backend="torch")
     assert exact.dense.fingerprint != fast.dense.fingerprint  # fp32 and bf16 vectors never share cache entries
     assert exact.index(skills).encoded == len(skills)

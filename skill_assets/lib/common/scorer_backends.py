@@ -1,8 +1,8 @@
 """Faster, checked pair scorers for cross-encoders (the router's reranker) on CPU: ``encoder_backends``' backends.
 
 For int8 the logits graph is exported; either fast copy is used only if it orders probe (query,
-document) pairs like the original (Spearman correlation, ``RankGate``), and bf16 only if it is
-also faster; the verdicts are cached like the bi-encoders'.
+document) pairs like the original (Spearman correlation, ``RankGate``), bf16 only where the CPU
+runs it natively; the verdicts are cached like the bi-encoders'.
 """
 from __future__ import annotations
 
@@ -16,7 +16,6 @@ import numpy as np
 from skill_assets.lib.common.encoder_backends import (
     _INPUTS,
     BACKENDS,
-    CpuMeter,
     cascade,
     export_hf_int8,
     onnx_session,
@@ -35,7 +34,6 @@ class RankGate:
 
     min_spearman: float = 0.98
     probe_size: int = 64
-    min_bf16_speedup: float = 1.2
     fields: ClassVar[tuple[str, ...]] = ("spearman", "probe")
 
     @staticmethod
@@ -113,7 +111,7 @@ def bf16_score(cross_encoder, batch_size: int) -> Callable[[list[tuple[str, str]
 
 
 def choose_scorer(cross_encoder, backend: str, cache_dir: Path, fingerprint: str, sample_pairs: list[tuple[str, str]],
-                  batch_size: int = 32, gate: RankGate = RankGate(), meter: CpuMeter = CpuMeter()) -> ScorerChoice:
+                  batch_size: int = 32, gate: RankGate = RankGate()) -> ScorerChoice:
     """The fastest faithful pair scorer among the requested backend(s) (as ``choose_encoder``), else the model itself."""
     if backend not in BACKENDS:
         raise ValueError(f"unknown reranker backend {backend!r}; choose one of {BACKENDS}")
@@ -126,7 +124,7 @@ def choose_scorer(cross_encoder, backend: str, cache_dir: Path, fingerprint: str
         return ScorerChoice(fallback, "torch", why)
     probe, out_dir = sample_pairs[: gate.probe_size], cache_dir / fingerprint
     return cascade(backend, lambda: try_bf16(bf16_score(cross_encoder, batch_size), fallback, out_dir, probe, gate,
-                                               ScorerChoice, meter),
+                                               ScorerChoice),
                     lambda: try_int8(lambda out: _export_cross_int8(cross_encoder, out),
                                       lambda path: _onnx_score(cross_encoder, path, batch_size),
                                       fallback, out_dir, probe, gate, ScorerChoice))

@@ -81,12 +81,12 @@ class DenseIndex:
                                     convert_to_numpy=True, show_progress_bar=False)
         return np.asarray(emb, dtype=np.float32)
 
-    def embed(self, documents: list[str], shard_size: int = 512, checkpoint: Callable[[], None] = lambda: None,
-              chosen: Callable[[], None] = lambda: None) -> tuple[np.ndarray, int, int]:
+    def embed(self, documents: list[str], shard_size: int = 512, checkpoint: Callable[[], None] = lambda: None
+              ) -> tuple[np.ndarray, int, int]:
         """(unit-length embeddings of ``documents``, the pool in order; cached; encoded now), reusing the on-disk
         cache. ``matrix`` is not touched: the engine publishes the result whole (``Engine.start_index``)."""
         matrix, cached, encoded = embed_documents(documents, self._store(), self._document_encoder, self.log,
-                                                  shard_size, "dense", checkpoint, chosen)
+                                                  shard_size, "dense", checkpoint)
         self.encode_calls += encoded
         return _unit_rows(matrix), cached, encoded
 

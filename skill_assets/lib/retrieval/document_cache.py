@@ -108,22 +108,20 @@ def _duration(seconds: float) -> str:
 def embed_documents(docs: list[str], cache: EmbeddingStore,
                     encoder_for: Callable[[list[str]], Callable[[list[str]], np.ndarray]],
                     log: Callable[[str], None], shard_size: int = 512, name: str = "skill documents",
-                    checkpoint: Callable[[], None] = lambda: None,
-                    chosen: Callable[[], None] = lambda: None) -> tuple[np.ndarray, int, int]:
+                    checkpoint: Callable[[], None] = lambda: None) -> tuple[np.ndarray, int, int]:
     """(embedding matrix in ``docs`` order, documents found in the cache, distinct documents encoded now).
 
     Only cache misses are encoded, identical documents under different ids once; new embeddings are
     written to the cache every ``shard_size`` documents, so an interrupted index keeps what it paid for,
     and each write logs the progress: documents done, rate, time left (from the characters left, since
     the longest documents go first). ``encoder_for(texts)`` picks the encoder for the texts to encode (a
-    backend probe may look at them); ``chosen()`` is called once it has (or when nothing is to be encoded),
-    and ``checkpoint()`` before every chunk: a caller stopping the build raises there.
+    backend probe may look at them), and ``checkpoint()`` runs before every chunk: a caller stopping the
+    build raises there.
     """
     hashes = [digest(d) for d in docs]
     matrix, found = cache.lookup(hashes)
     miss = np.flatnonzero(~found).tolist()
     if not miss:
-        chosen()
         return matrix, len(docs), 0
     uniq: dict[str, int] = {}
     for i in miss:
@@ -131,10 +129,7 @@ def embed_documents(docs: list[str], cache: EmbeddingStore,
     todo = list(uniq.values())
     log(f"{name}: encoding {len(todo)} of {len(docs)} documents ({len(docs) - len(miss)} cached)")
     texts = [docs[i] for i in todo]
-    try:
-        encode = encoder_for(texts)
-    finally:
-        chosen()
+    encode = encoder_for(texts)
     total_chars, chars_done = max(sum(map(len, texts)), 1), 0
     pending_h, pending_e, done, t0 = [], [], 0, time.perf_counter()
 

@@ -22,9 +22,8 @@ def encode_side_by_side(dense: DenseIndex, dense_docs: list[str], encoder: Multi
                         checkpoint: Callable[[], None]) -> tuple[np.ndarray, MultilingualIndex, int, int]:
     """(dense matrix, multilingual index, dense documents cached, documents encoded by either side).
 
-    With two cores or more each encoder gets half of them: the multilingual side starts once the dense side
-    has chosen its document backend, so the bf16 gate's timing sees no encoder of ours beside it, and
-    whichever side finishes first hands its cores to the other. One core: one after the other. A failure on
+    With two cores or more each encoder gets half of them, and whichever side finishes first hands its cores
+    to the other. One core: one after the other. A failure on
     either side stops the other at its next chunk and is raised here (the first failure, not the other
     side's stop)."""
     cores = encoder.threads
@@ -36,7 +35,7 @@ def encode_side_by_side(dense: DenseIndex, dense_docs: list[str], encoder: Multi
     import torch
 
     dense_threads = cores // 2
-    chosen, dense_done, failed = threading.Event(), threading.Event(), threading.Event()
+    dense_done, failed = threading.Event(), threading.Event()
     side: dict[str, object] = {}
 
     def stop_if_failed() -> None:
@@ -46,7 +45,6 @@ def encode_side_by_side(dense: DenseIndex, dense_docs: list[str], encoder: Multi
 
     def multilingual_side() -> None:
         try:
-            chosen.wait()
             side["index"] = MultilingualIndex.build_or_load(
                 multilingual_docs, cache_dir, encoder, log, shard_size, stop_if_failed,
                 threads=lambda: cores if dense_done.is_set() else cores - dense_threads)
@@ -61,20 +59,16 @@ def encode_side_by_side(dense: DenseIndex, dense_docs: list[str], encoder: Multi
         if not worker.is_alive():  # the multilingual side is done: the dense side takes every core
             torch.set_num_threads(before)
 
-    def dense_chosen() -> None:
-        torch.set_num_threads(dense_threads)
-        chosen.set()
-
+    torch.set_num_threads(dense_threads)
     worker = threading.Thread(target=multilingual_side, name="skill-assets-multilingual-index", daemon=True)
     worker.start()
     dense_error: BaseException | None = None
     try:
-        matrix, cached, encoded = dense.embed(dense_docs, shard_size, dense_checkpoint, dense_chosen)
+        matrix, cached, encoded = dense.embed(dense_docs, shard_size, dense_checkpoint)
     except BaseException as exc:  # noqa: BLE001 -- raised below, after the other side has stopped
         failed.set()
         dense_error = exc
     finally:
-        chosen.set()
         dense_done.set()
         torch.set_num_threads(before)
         worker.join()

@@ -170,6 +170,7 @@ def test_from_store_routes_with_the_shipped_router_on_no_store_and_on_a_store_wi
     r = Router.from_store(db_path=db)  # no DB at all
     assert (r.embedder_path, r.reranker_path, r.signals) == (minilm, None, shipped.signals)
     assert r.fusion.coef == shipped.coef
+    assert r.dense.document_tokens == shipped.card["document_tokens"]  # documents read as the fusion was fitted
     newer = tmp_path / "models" / "r3-new"
     newer.mkdir(parents=True)
     store.replace_table(db, "embedder", pl.DataFrame({"variant": ["r3"], "path": [str(newer)],
@@ -313,3 +314,29 @@ def test_pool_documents_are_embedded_by_the_gated_backend_and_it_keys_the_cache(
         Router(minilm, embedder_backend="fp8")
     with pytest.raises(ValueError, match="unknown reranker backend"):
         Router(minilm, reranker_backend="int4")
+
+
+def test_documents_capped_to_their_first_tokens_are_what_the_model_reads(minilm, tmp_path):
+    """A document cap reads exactly the first N tokens of each document (the characters up to the N-th token),
+    keys its own cache entries, and comes from the fusion card where the caller names none."""
+    from sentence_transformers import SentenceTransformer
+
+    from skill_assets.lib.retrieval.dense import DenseIndex
+    from skill_assets.lib.retrieval.fusion import FusionModel
+
+    long_doc = "docker | compose networking | " + "containers on one network reach each other by name. " * 40
+    capped = DenseIndex(minilm, tmp_path, backend="torch", document_tokens=12)
+    whole = DenseIndex(minilm, tmp_path, backend="torch")
+    (cut,) = capped._first_tokens([long_doc])
+    assert long_doc.startswith(cut) and len(capped.model.tokenizer(cut, add_special_tokens=False)["input_ids"]) == 12
+    got, _, _ = capped.embed([long_doc])
+    model = SentenceTransformer(minilm, device="cpu")
+    assert np.allclose(got[0], model.encode([cut], normalize_embeddings=True)[0], atol=1e-5)
+    full, _, _ = whole.embed([long_doc])
+    assert float(got[0] @ full[0]) < 0.99  # the cap changed what was read
+    assert capped.fingerprint != whole.fingerprint
+    card_capped = FusionModel("linear", ("dense",), card={"document_tokens": 12})
+    assert Router(minilm, cache_dir=tmp_path, fusion=card_capped).dense.document_tokens == 12
+    assert Router(minilm, cache_dir=tmp_path).dense.document_tokens is None
+    with pytest.raises(ValueError, match="document_tokens"):
+        DenseIndex(minilm, tmp_path, document_tokens=0)

@@ -33,8 +33,15 @@ class DenseIndex:
     """Unit-length document embeddings of one pool for one bi-encoder, and request scoring against them."""
 
     def __init__(self, model_path: str | Path, cache_dir: Path, query_prompt: str = "", batch_size: int = 32,
-                 backend: str = "torch-bf16", log: Callable[[str], None] = lambda msg: None) -> None:
+                 backend: str = "torch-bf16", log: Callable[[str], None] = lambda msg: None,
+                 document_tokens: int | None = None) -> None:
+        """``document_tokens``: read only the first that many tokens of each pool document (None: as many as the
+        model reads, at most ``EMBEDDER_MAX_SEQ``). Requests are read whole either way. A fusion model fitted
+        on capped documents says so in its card (``Engine`` passes it on)."""
+        if document_tokens is not None and not 0 < document_tokens <= EMBEDDER_MAX_SEQ:
+            raise ValueError(f"document_tokens must be in 1..{EMBEDDER_MAX_SEQ}, not {document_tokens}")
         self.model_path = str(model_path)
+        self.document_tokens = document_tokens
         self.cache_dir = cache_dir
         self.query_prompt = query_prompt
         self.batch_size = batch_size
@@ -58,20 +65,34 @@ class DenseIndex:
 
     @property
     def fingerprint(self) -> str:
-        """The cache key of the model's document embeddings (weights, sequence cap, document backend)."""
+        """The cache key of the model's document embeddings (weights, sequence caps, document backend)."""
         if self._fingerprint is None:
+            capped = f"|documents:{self.document_tokens}" if self.document_tokens else ""
             self._fingerprint = digest(f"{CACHE_FORMAT}|{model_fingerprint(self.model_path)}|{EMBEDDER_MAX_SEQ}|"
-                                       f"{backend_key(self.backend)}")
+                                       f"{backend_key(self.backend)}{capped}")
         return self._fingerprint
 
     def _document_encoder(self, sample: list[str]) -> Callable[[list[str]], np.ndarray]:
         """How pool documents are embedded: by default bf16 where this CPU runs it natively and a probe of
         ``sample`` agrees with fp32 (``choose_encoder``; verdict cached beside the index), else fp32.
         Queries are always embedded by the model as is: one short text per request gains nothing."""
-        choice = choose_encoder(self.model, self.backend, self.cache_dir / "onnx", self.fingerprint, sample,
+        cut = self._first_tokens if self.document_tokens else (lambda texts: texts)
+        choice = choose_encoder(self.model, self.backend, self.cache_dir / "onnx", self.fingerprint, cut(sample),
                                 self.batch_size)
-        self.log(f"document encoder: {choice.backend} ({choice.reason})")
-        return choice.encode
+        self.log(f"document encoder: {choice.backend} ({choice.reason})"
+                 + (f", documents read to {self.document_tokens} tokens" if self.document_tokens else ""))
+        return lambda texts: choice.encode(cut(texts))
+
+    def _first_tokens(self, texts: list[str]) -> list[str]:
+        """Each text cut after its first ``document_tokens`` tokens of the model's own tokenizer: the characters
+        up to the last token kept (its offsets), so the model reads that prefix exactly and nothing is rewritten."""
+        tokenizer = self.model.tokenizer
+        if not tokenizer.is_fast:  # no offsets: the kept tokens written back as text
+            return [tokenizer.decode(ids) for ids in tokenizer(texts, add_special_tokens=False, truncation=True,
+                                                               max_length=self.document_tokens)["input_ids"]]
+        spans = tokenizer(texts, add_special_tokens=False, truncation=True, max_length=self.document_tokens,
+                          return_offsets_mapping=True)["offset_mapping"]
+        return [text[: span[-1][1]] if span else text for text, span in zip(texts, spans)]
 
     def encode(self, texts: list[str], batch_size: int | None = None) -> np.ndarray:
         import torch

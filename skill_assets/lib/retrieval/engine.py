@@ -63,9 +63,11 @@ class Engine:
                  log: Callable[[str], None] | None = None, fusion: FusionModel | None = None,
                  selection: SelectionCut | None = None, signals: Sequence[str] | None = None,
                  multilingual_model: str = USE_MULTILINGUAL, lexical_fusion: FusionModel | None = None,
-                 lexical_selection: SelectionCut | None = None) -> None:
+                 lexical_selection: SelectionCut | None = None, document_tokens: int | None = None) -> None:
         """``fusion`` switches on the hybrid path (its signals are indexed); ``signals`` asks for signals to be
         indexed without a fusion model (the evaluation and the fusion training score each one alone).
+        ``document_tokens`` caps what the bi-encoder reads of each document (``DenseIndex``); by default it is
+        what ``fusion``'s card says its features were computed with (the shipped router's: 128), else none.
         ``lexical_fusion`` (a fusion over ``bm25`` alone) and its cut answer while only BM25 is indexed
         (``route``); without one those answers are BM25's own ranking."""
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -83,7 +85,10 @@ class Engine:
             import torch
 
             torch.set_num_threads(num_threads)
-        self.dense = DenseIndex(embedder_path, self.cache_dir, query_prompt, batch_size, embedder_backend, self.log)
+        if document_tokens is None and fusion is not None:
+            document_tokens = fusion.card.get("document_tokens")
+        self.dense = DenseIndex(embedder_path, self.cache_dir, query_prompt, batch_size, embedder_backend, self.log,
+                                document_tokens)
         self.reranker_backend = reranker_backend
         self.reranker_max_length = reranker_max_length
         self.reranker: Reranker | None = None

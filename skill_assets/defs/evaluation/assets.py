@@ -1,6 +1,5 @@
 """Evaluation stage: every system ranks the skills for the test queries; metrics and a report follow."""
 
-import base64
 import json
 from datetime import UTC, datetime
 from pathlib import Path
@@ -16,27 +15,14 @@ from skill_assets.lib.common.skill_groups import singleton_groups
 from skill_assets.lib.common.tables import frame
 from skill_assets.lib.evaluation.metric_tables import metric_rows, query_slices, run_rows
 from skill_assets.lib.evaluation.report import (
-    DIRECTIONS,
-    ablation_table,
-    as_splits,
-    breakdown_table,
-    cutoff_table,
-    external_section,
-    glossary,
-    headline_split,
+    external_mteb_results,
     html_document,
-    metric_plot,
-    metrics_table,
+    inline_images,
+    markdown_document,
     mteb_results,
-    recall_curve_plot,
-    signal_ablation_table,
-    slice_sizes,
-    taxonomy_plot,
-    taxonomy_summary,
-    to_markdown,
     training_data_table,
-    with_note,
 )
+from skill_assets.lib.evaluation.report_outline import REPORT_TITLE, report_plots, report_sections, version_stamp
 from skill_assets.lib.retrieval.engine import Engine
 from skill_assets.lib.retrieval.fusion_training import load_router_model
 from skill_assets.lib.retrieval.pools import Skill
@@ -169,19 +155,15 @@ def benchmark_report(store: DuckDBStore):
     """The benchmark report: Markdown in the UI, a standalone HTML file, PNG plots and MTEB-shaped JSON.
 
     External benchmarks are included when their partitions have been materialized; the report
-    does not wait for them (``schedules.OPTIONAL_PARENTS``). Long because it is the report's outline:
-    one list of (heading, section) in reading order, each section one call into ``lib.evaluation.report``.
+    does not wait for them (``schedules.OPTIONAL_PARENTS``). The outline is ``lib.evaluation.report_outline``'s
+    and every section ``lib.evaluation.report``'s, testable without Dagster: this reads the tables and writes the files.
     """
     metrics = store.read("benchmark_metrics")
     external = store.read("external_metrics") if store.exists("external_metrics") else pl.DataFrame()
-    lead = headline_split(metrics)
-    overall = metrics_table(metrics, with_significance=True)
-    other_splits = [s for s in sorted(metrics["split"].unique().to_list()) if s != lead]
     taxonomy = store.query("SELECT label, count(*) AS n, count(*) FILTER (WHERE method = 'rule') AS by_rule, "
                            "count(*) FILTER (WHERE method = 'model') AS by_model FROM skip_taxonomy WHERE k >= 2 "
                            "GROUP BY 1 ORDER BY n DESC")
-    plots = {"metrics_by_system.png": metric_plot(overall), "recall_at_k.png": recall_curve_plot(metrics),
-             "taxonomy_shares.png": taxonomy_plot(taxonomy)}
+    plots = report_plots(metrics, taxonomy)
     reports = store.artifacts_dir / "reports"
     reports.mkdir(parents=True, exist_ok=True)
     for name, png in plots.items():
@@ -194,69 +176,21 @@ def benchmark_report(store: DuckDBStore):
                                         AS "SKIP %"
                                FROM llm_records GROUP BY ALL ORDER BY ALL""")
     splits = store.query("SELECT split, count(*) AS n FROM benchmark_queries GROUP BY 1 ORDER BY 1")
-    versions = metrics.select("data_version", "code_version").unique().head(1).to_dicts()
-    stamp = versions[0] if versions else {"data_version": "–", "code_version": "–"}
-    sizes = slice_sizes(metrics)
-    lead_n = {"all": sizes.get("all", 0)}
-    breakdowns = "\n\n".join(f"### {name} by direction and set size k\n\n"
-                              + with_note(to_markdown(breakdown_table(metrics, name, intervals=True)), sizes)
-                              for name in ("hit@1", "ndcg@10", "recall@10"))
-    trained = training_data_table(model_cards(store))
-    sections = [
-        ("", f"Generated {datetime.now(UTC):%Y-%m-%d %H:%M UTC} · data {stamp['data_version']} · "
-             f"code {stamp['code_version']}. Every system ranks the whole skill library for each query; numbers are "
-             "percentages averaged over queries (p-values are not)."),
-        ("How to read the tables", glossary()),
-        (f"Overall ({lead or 'no evaluated split'})",
-         with_note(to_markdown(metrics_table(metrics, with_significance=True, intervals=True)), lead_n) + "\n\n"
-         f"![Hit@1, NDCG@10 and Recall@10 per system ({lead} split)](metrics_by_system.png)\n\n"
-         f"![Recall@K per system at every cutoff K ({lead} split)](recall_at_k.png)"),
-        (f"Every cutoff K ({lead})", "R3-Skill reports K ∈ {5, 10, 15}, SkillRouter K ∈ {10, 20, 50}.\n\n"
-         + "\n\n".join(f"### {family}@K\n\n" + with_note(to_markdown(cutoff_table(metrics, family, intervals=True)),
-                                                         lead_n)
-                        for family in ("ndcg", "recall", "fc", "comp"))),
-        *[(f"Overall ({s}; queries the trained models saw in training)" if s in ("train", "dev") else f"Overall ({s})",
-           with_note(to_markdown(metrics_table(metrics, with_significance=True, split=s, intervals=True)),
-                     {"all": slice_sizes(metrics, s).get("all", 0)})) for s in other_splits],
-        ("SKIP ablations (R3 Table 7 ids)", "Each row changes one thing about how SKIP records are used in training; "
-         "compare A with B (embedders) and E with C and D (rerankers).\n\n"
-         + with_note(to_markdown(ablation_table(metrics, intervals=True)), lead_n)),
-        ("Breakdowns", f"{DIRECTIONS}; k = number of ground-truth skills of the query; n = queries in the column.\n\n"
-         + breakdowns),
-        (f"Router signals and fusion ({lead})", "Hit@1 by direction of each router signal alone, RRF of each pair, "
-         "the learned fusion and fusion + reranker: which signal adds what, where.\n\n"
-         + to_markdown(signal_ablation_table(metrics, lead))),
-        ("External benchmarks", external_section(external)),
-        ("What each model saw", "Queries each trained model learned from and the queries that picked its checkpoint "
-         "(from its model card); test queries of any benchmark are never among them.\n\n"
-         + to_markdown(trained, percent=False)),
-        ("Benchmark queries", to_markdown(splits, percent=False)),
-        ("Generator decisions", "Per direction and set size: how often the generator wrote a query (WRITE) or refused "
-         "the set (SKIP); SKIP % = SKIP / (WRITE + SKIP).\n\n" + to_markdown(decisions, percent=False)),
-        ("Rejection taxonomy (k ≥ 2 SKIPs)", to_markdown(taxonomy, percent=False) + "\n\n" + taxonomy_summary(taxonomy)
-         + "\n\n"
-         "![Rejection classes of the generator's SKIP rationales](taxonomy_shares.png)"),
-    ]
-    body = "# skill-assets benchmark report\n\n" + "\n\n".join(
-        (f"## {h}\n\n{t}" if h else t) for h, t in sections)
+    stamp = version_stamp(metrics)
+    sections = report_sections(metrics, external, taxonomy, decisions, splits, training_data_table(model_cards(store)),
+                               stamp, datetime.now(UTC))
+    body = markdown_document(REPORT_TITLE, sections)
     report_path, html_path, mteb_path = reports / "benchmark_report.md", reports / "benchmark_report.html", \
         reports / "mteb_results.json"
     report_path.write_text(body)
-    html_path.write_text(html_document("skill-assets benchmark report", sections, plots))
+    html_path.write_text(html_document(REPORT_TITLE, sections, plots))
     mteb_path.write_text(json.dumps(mteb_results(metrics, stamp["data_version"], stamp["code_version"]), indent=2))
-    external_mteb = {}
-    if external.height:
-        by_benchmark = as_splits(external).partition_by("split", as_dict=True)
-        external_mteb = {name: mteb_results(part, part["data_version"][0], stamp["code_version"],
-                                            task_name=f"SkillRouting-{name}") for (name,), part in by_benchmark.items()}
-    (reports / "mteb_external_results.json").write_text(json.dumps(external_mteb, indent=2))
+    (reports / "mteb_external_results.json").write_text(
+        json.dumps(external_mteb_results(external, stamp["code_version"]), indent=2))
     store.write("benchmark_report", [{"markdown": body, "report_path": str(report_path),
                                       "plot_path": str(reports / "metrics_by_system.png"), "html_path": str(html_path),
                                       "mteb_path": str(mteb_path), "created_at": datetime.now(UTC)}])
-    inline = body
-    for name, png in plots.items():
-        inline = inline.replace(f"({name})", f"(data:image/png;base64,{base64.b64encode(png).decode()})")
-    return dg.MaterializeResult(metadata={"report": dg.MetadataValue.md(inline),
+    return dg.MaterializeResult(metadata={"report": dg.MetadataValue.md(inline_images(body, plots)),
                                           "html": dg.MetadataValue.path(str(html_path)),
                                           "report_path": dg.MetadataValue.path(str(report_path)),
                                           "mteb_results": dg.MetadataValue.path(str(mteb_path))})

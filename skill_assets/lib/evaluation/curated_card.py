@@ -131,15 +131,20 @@ def rules_section(scores: RuleScores) -> str:
 
 def render_card(requests: Sequence[Request], rejections: Sequence[CuratedRejection],
                 domain_of: Mapping[str, SuperDomain], rules: RuleScores, run: str, n_review: int) -> str:
-    """The whole card. ``run`` names the pipeline run the super-domains come from; ``n_review`` counts
-    ``review.jsonl`` lines (the second pass). Long because it is the card's text in reading order, with
-    the computed tables in their places: splitting it would scatter one document over functions."""
-    tables = count_tables(requests)
+    """The whole card, its sections in reading order. ``run`` names the pipeline run the super-domains come
+    from; ``n_review`` counts ``review.jsonl`` lines (the second pass)."""
     n_test = sum(r.split == "test" for r in requests)
     copies = sum(len(g) > 1 for r in requests for g in r.groups)
+    return "\n".join([_intro(len(requests), len(rejections), n_review), _method_section(copies),
+                      _counts_section(requests, domain_of, run), _rejections_section(rejections, rules),
+                      _limits_section(n_test)])
+
+
+def _intro(n_requests: int, n_rejections: int, n_review: int) -> str:
+    """What the benchmark is and the files that hold it."""
     return f"""# Curated skill-routing benchmark
 
-{len(requests)} requests and {len(rejections)} SKIP decisions written **by hand by the skill-assets team** over
+{n_requests} requests and {n_rejections} SKIP decisions written **by hand by the skill-assets team** over
 real skills: the SKILL.md files of 33 public GitHub repositories (`../shared/corpus/github-skills`, pinned in
 `sources.yaml`). English and Chinese, four directions, one to three skills per request. This folder holds only
 what the team wrote (requests, decisions, labels, skill ids), never a copy of a skill.
@@ -160,8 +165,13 @@ the pool is the shared folder (`$SKILL_ASSETS_CURATED_POOL=../shared/corpus/gith
 pipeline a sources file with `subfolders: true` over it, see `shared_folder_sources.yaml`) or the repositories
 rebuilt from `sources.yaml` (`SKILL_ASSETS_SOURCES_FILE=skill_assets/benchmarks/curated/sources.yaml`, or the
 same file as `$SKILL_ASSETS_CURATED_POOL`). A ground-truth id the pool lacks is an error naming it.
+"""
 
-## How it was written
+
+def _method_section(copies: int) -> str:
+    """How the requests, copy groups, rejections, splits and second pass were made; ``copies`` counts the
+    groups with more than one member."""
+    return f"""## How it was written
 
 - **Requests**: each writer read the skills in full before writing for them, and wrote the way people write to
   an assistant: 8–300 words (Chinese: characters), some terse, some with a pasted error, log or config; spread
@@ -185,8 +195,13 @@ same file as `$SKILL_ASSETS_CURATED_POOL`). A ground-truth id the pool lacks is 
 - **Second pass**: for every test request, someone who did not write it read only the request and, searching
   the corpus, picked the skills it needs; disagreements with the writer were resolved by a third look
   (`review.jsonl`).
+"""
 
-## Counts
+
+def _counts_section(requests: Sequence[Request], domain_of: Mapping[str, SuperDomain], run: str) -> str:
+    """The count tables and the needed skills by super-domain of ``run``, all computed from the requests."""
+    tables = count_tables(requests)
+    return f"""## Counts
 
 By direction and split (en2zh: a Chinese request for English skills):
 
@@ -204,14 +219,23 @@ By super-domain of the needed skills ({run}; a request needing two skills of one
 under "requests touching it"):
 
 {super_domain_table(requests, domain_of)}
+"""
 
-## Rejections
+
+def _rejections_section(rejections: Sequence[CuratedRejection], rules: RuleScores) -> str:
+    """The hand labels by class and language, then the taxonomy rules' blind score against them."""
+    return f"""## Rejections
 
 {rejection_table(rejections)}
 
 {rules_section(rules)}
+"""
 
-## Agreement of the second pass
+
+def _limits_section(n_test: int) -> str:
+    """How far the figures can be trusted: the second pass's agreement (a block the review loop fills) and
+    the benchmark's limitations."""
+    return f"""## Agreement of the second pass
 
 {AGREEMENT_START}
 _To be filled in by the review loop from `review.jsonl`: exact-set agreement (reviewer's groups = writer's

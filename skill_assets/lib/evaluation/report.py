@@ -314,6 +314,11 @@ _IMAGE = re.compile(r"^!\[(?P<caption>[^\]]*)\]\((?P<name>[^)]+)\)$")
 _NUMBER = re.compile(r"^[-+]?\d+(\.\d+)?( \[[-+]?\d+(\.\d+)?, [-+]?\d+(\.\d+)?\])?$|^–$")
 
 
+def markdown_document(title: str, markdown_sections: list[tuple[str, str]]) -> str:
+    """The sections as one Markdown page; a section without a heading runs on under the title."""
+    return f"# {title}\n\n" + "\n\n".join((f"## {h}\n\n{t}" if h else t) for h, t in markdown_sections)
+
+
 def html_document(title: str, markdown_sections: list[tuple[str, str]], images: dict[str, bytes]) -> str:
     """A standalone HTML page: Markdown tables as HTML tables, ``![caption](name)`` lines as inline figures.
 
@@ -332,8 +337,20 @@ def html_document(title: str, markdown_sections: list[tuple[str, str]], images: 
 
 
 def _figure(caption: str, png: bytes, name: str) -> str:
-    return (f"<figure><img alt='{html.escape(name)}' src='data:image/png;base64,{base64.b64encode(png).decode()}'>"
+    return (f"<figure><img alt='{html.escape(name)}' src='{_data_uri(png)}'>"
             f"<figcaption>{html.escape(caption)}</figcaption></figure>")
+
+
+def _data_uri(png: bytes) -> str:
+    return f"data:image/png;base64,{base64.b64encode(png).decode()}"
+
+
+def inline_images(markdown: str, images: Mapping[str, bytes]) -> str:
+    """``markdown`` with each ``(name)`` image link made a data URI, for a viewer with no files beside it
+    (Dagster's UI)."""
+    for name, png in images.items():
+        markdown = markdown.replace(f"({name})", f"({_data_uri(png)})")
+    return markdown
 
 
 def _inline(text: str) -> str:
@@ -399,3 +416,12 @@ def mteb_results(metrics: pl.DataFrame, data_version: str, code_version: str,
         results[system] = {"task_name": task_name, "dataset_revision": data_version,
                            "mteb_version": None, "skill_assets_version": code_version, "scores": scores}
     return results
+
+
+def external_mteb_results(external: pl.DataFrame, code_version: str) -> dict[str, dict]:
+    """``mteb_results`` per external benchmark (task ``SkillRouting-<name>``), each at its own data version."""
+    if not external.height:
+        return {}
+    by_benchmark = as_splits(external).partition_by("split", as_dict=True)
+    return {name: mteb_results(part, part["data_version"][0], code_version, task_name=f"SkillRouting-{name}")
+            for (name,), part in by_benchmark.items()}

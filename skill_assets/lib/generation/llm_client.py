@@ -303,14 +303,136 @@ async def _call(client: openai.AsyncOpenAI, model: str, params: SamplingParams, 
 
 # --- many requests --------------------------------------------------------------------------------
 
-@dataclass
-class _RunState:
-    """What one ``run_requests`` call shares with the caller's guard and budget."""
+class _Run:
+    """One ``run_requests`` call: the state its workers, its stop conditions and its drain share.
 
-    guard: EndpointGuard
-    budget: TokenBudget
-    inflight: set[asyncio.Task] = field(default_factory=set)
-    stop: asyncio.Event = field(default_factory=asyncio.Event)
+    The send loop, the stop conditions (breaker, budget, a failing ``on_batch``) and the drain of what is
+    in flight all read and write the same queue, report, batch and events; as methods of one object each
+    step stays short without passing that state back and forth. ``guard`` and ``budget`` may outlive it.
+    """
+
+    def __init__(self, model: str, params: SamplingParams, requests: list[LLMRequest],
+                 on_batch: Callable[[list[LLMResponse]], None], limits: GenerationLimits, log: Callable[[str], None],
+                 prices: PriceTable, journal: ResponseJournal | None, secret: str | None, guard: EndpointGuard,
+                 budget: TokenBudget) -> None:
+        self.model, self.params, self.requests, self.on_batch = model, params, requests, on_batch
+        self.limits, self.log, self.prices, self.journal, self.secret = limits, log, prices, journal, secret
+        self.guard, self.budget = guard, budget
+        self.report = GenerationReport()
+        self.inflight: set[asyncio.Task] = set()
+        self.stop = asyncio.Event()
+        # the breaker stops sending and cancels what is in flight, whichever request's attempt opened it
+        guard.on_open = lambda reason: (self.stop.set(), [t.cancel() for t in list(self.inflight)])
+        self.queue: list[LLMRequest] = list(reversed(requests))  # popped from the end: sent in the given order
+        self.pending: list[LLMResponse] = []
+        self.batch_error: list[BaseException] = []
+        self.budget_cond = asyncio.Condition()
+
+    def refused(self) -> GenerationReport:
+        """The report of a call whose shared guard an earlier call already opened: nothing is sent."""
+        self.report.stop_reason = self.guard.reason
+        self.report.not_sent = {r.key: self.guard.reason + "; not sent" for r in self.requests}
+        return self.report
+
+    async def send_all(self, client: openai.AsyncOpenAI) -> None:
+        """Run the workers over one guarded copy of ``client``; whatever ends them, the answers not yet
+        handed to ``on_batch`` are flushed and the HTTP client closed."""
+        http = _GuardedHttpClient(self.guard)
+        guarded = client.copy(http_client=http)
+        try:
+            await asyncio.gather(*(self._worker(guarded) for _ in range(max(1, self.limits.concurrency))))
+        finally:
+            self._flush()
+            await http.aclose()
+
+    def finish(self) -> GenerationReport:
+        """Why the run stopped and what it did not send; re-raises a failed ``on_batch`` once the rest is drained."""
+        if self.guard.is_open and not self.report.stop_reason:
+            self.report.stop_reason = self.guard.reason
+        reason = self.report.stop_reason or "stopped"
+        self.report.not_sent = {r.key: reason if reason.endswith("not sent") else reason + "; not sent"
+                                for r in self.queue}
+        if self.batch_error:
+            raise self.batch_error[0]
+        return self.report
+
+    def _flush(self) -> None:
+        """Hand the pending answers to ``on_batch``; after it has failed once, never again (the journal keeps them)."""
+        if self.pending and not self.batch_error:
+            try:
+                self.on_batch(list(self.pending))
+                self.pending.clear()
+            except Exception as exc:  # the journal keeps these answers; stop sending, finish in-flight
+                self.batch_error.append(exc)
+                self.report.stop_reason = f"{ABORTED}: committing answers failed: {type(exc).__name__}"
+                self.stop.set()
+
+    async def _reserve(self, req: LLMRequest) -> tuple[int, float] | None:
+        """Reserve ``req``'s worst case, waiting while requests in flight may free budget; None when it cannot
+        fit (nothing in flight to wait for) or the run stops meanwhile."""
+        est = self.budget.estimate(req.messages, self.params.max_tokens, self.model, self.prices)
+        async with self.budget_cond:
+            while not self.budget.fits(*est):
+                if self.budget.in_flight == 0 or self.stop.is_set():
+                    return None
+                await self.budget_cond.wait()
+            self.budget.reserve(*est)
+        return est
+
+    async def _worker(self, client: openai.AsyncOpenAI) -> None:
+        """Take requests off the shared queue until it is empty or the run stops; a request that does not fit
+        the budget goes back on the queue (reported as not sent) and stops the run."""
+        while self.queue and not self.stop.is_set():
+            req = self.queue.pop()
+            est = await self._reserve(req)
+            if est is None:
+                if not self.stop.is_set():
+                    self.report.stop_reason = self.budget.exhausted_reason()
+                    self.stop.set()
+                self.queue.append(req)
+                return
+            self.report.requested += 1
+            self._record(req, await self._send(client, req, est))
+
+    async def _send(self, client: openai.AsyncOpenAI, req: LLMRequest, est: tuple[int, float]) -> LLMResponse:
+        """Send ``req`` as its own task, so the breaker can cancel it in flight (it then comes back failed);
+        its reservation is settled either way and the workers waiting for budget are woken."""
+        task = asyncio.create_task(_call(client, self.model, self.params, req, self.guard, self.prices, self.secret))
+        self.inflight.add(task)
+        try:
+            await asyncio.wait({task})
+        finally:
+            self.inflight.discard(task)
+        if task.cancelled():
+            resp = LLMResponse(req.key, self.model, "failed", retries=max(0, self.guard.attempts[req.key] - 1),
+                               template_version=req.template_version,
+                               error=(self.guard.reason or CIRCUIT) + "; cancelled in flight")
+        else:
+            resp = task.result()
+        self.budget.settle(est, resp, req.messages)
+        async with self.budget_cond:
+            self.budget_cond.notify_all()
+        return resp
+
+    def _record(self, req: LLMRequest, resp: LLMResponse) -> None:
+        """Count one answer; an ok one goes to the journal first, then into the batch for ``on_batch``."""
+        report = self.report
+        report.responses.append(resp)
+        if resp.status == "ok":
+            report.answered += 1
+            report.tokens += resp.prompt_tokens + resp.completion_tokens
+            report.cost_usd += resp.cost_usd
+            if self.journal is not None:
+                self.journal.append(resp)
+            self.pending.append(resp)
+            if len(self.pending) >= self.limits.batch_size:
+                self._flush()
+        else:
+            report.failed += 1
+            self.log(f"request {req.key[:8]} failed: {resp.error}")
+        done = report.answered + report.failed
+        if done % 10 == 0:
+            self.log(f"{self.model}: {done}/{len(self.requests)} requests done ({report.failed} failed)")
 
 
 async def run_requests(client: openai.AsyncOpenAI, model: str, params: SamplingParams, requests: list[LLMRequest],
@@ -323,101 +445,12 @@ async def run_requests(client: openai.AsyncOpenAI, model: str, params: SamplingP
     Each answer goes to ``journal`` first (if given), then into a batch for ``on_batch``. If
     ``on_batch`` raises, no new request is sent, the ones in flight are allowed to finish (and are
     journaled, so they are not paid for again), and the error is re-raised at the end.
-    ``guard`` and ``budget`` may be shared by several calls (one run over several models). Long because
-    the send loop, the stop conditions (breaker, budget, a failing ``on_batch``) and the drain of what is in
-    flight share one set of local state; apart, each would need the others' state passed back and forth.
+    ``guard`` and ``budget`` may be shared by several calls (one run over several models).
     """
-    prices = prices or {}
-    secret = secret_of(client)
-    report = GenerationReport()
-    state = _RunState(guard or EndpointGuard(limits.max_consecutive_failures),
-                      budget or TokenBudget(limits.max_total_tokens, limits.max_total_cost_usd))
-    state.guard.on_open = lambda reason: (state.stop.set(), [t.cancel() for t in list(state.inflight)])
-    if state.guard.is_open:
-        report.stop_reason = state.guard.reason
-        report.not_sent = {r.key: state.guard.reason + "; not sent" for r in requests}
-        return report
-    http = _GuardedHttpClient(state.guard)
-    guarded = client.copy(http_client=http)
-    queue: list[LLMRequest] = list(reversed(requests))
-    pending: list[LLMResponse] = []
-    batch_error: list[BaseException] = []
-    budget_cond = asyncio.Condition()
-
-    def flush() -> None:
-        if pending and not batch_error:
-            try:
-                on_batch(list(pending))
-                pending.clear()
-            except Exception as exc:  # the journal keeps these answers; stop sending, finish in-flight
-                batch_error.append(exc)
-                report.stop_reason = f"{ABORTED}: committing answers failed: {type(exc).__name__}"
-                state.stop.set()
-
-    async def reserve(req: LLMRequest) -> tuple[int, float] | None:
-        est = state.budget.estimate(req.messages, params.max_tokens, model, prices)
-        async with budget_cond:
-            while not state.budget.fits(*est):
-                if state.budget.in_flight == 0 or state.stop.is_set():
-                    return None
-                await budget_cond.wait()
-            state.budget.reserve(*est)
-        return est
-
-    async def worker() -> None:
-        while queue and not state.stop.is_set():
-            req = queue.pop()
-            est = await reserve(req)
-            if est is None:
-                if not state.stop.is_set():
-                    report.stop_reason = state.budget.exhausted_reason()
-                    state.stop.set()
-                queue.append(req)
-                return
-            report.requested += 1
-            task = asyncio.create_task(_call(guarded, model, params, req, state.guard, prices, secret))
-            state.inflight.add(task)
-            try:
-                await asyncio.wait({task})
-            finally:
-                state.inflight.discard(task)
-            if task.cancelled():
-                resp = LLMResponse(req.key, model, "failed", retries=max(0, state.guard.attempts[req.key] - 1),
-                                   template_version=req.template_version,
-                                   error=(state.guard.reason or CIRCUIT) + "; cancelled in flight")
-            else:
-                resp = task.result()
-            state.budget.settle(est, resp, req.messages)
-            async with budget_cond:
-                budget_cond.notify_all()
-            report.responses.append(resp)
-            if resp.status == "ok":
-                report.answered += 1
-                report.tokens += resp.prompt_tokens + resp.completion_tokens
-                report.cost_usd += resp.cost_usd
-                if journal is not None:
-                    journal.append(resp)
-                pending.append(resp)
-                if len(pending) >= limits.batch_size:
-                    flush()
-            else:
-                report.failed += 1
-                log(f"request {req.key[:8]} failed: {resp.error}")
-            done = report.answered + report.failed
-            if done % 10 == 0:
-                log(f"{model}: {done}/{len(requests)} requests done ({report.failed} failed)")
-
-    try:
-        await asyncio.gather(*(worker() for _ in range(max(1, limits.concurrency))))
-    finally:
-        flush()
-        await http.aclose()
-    if state.guard.is_open and not report.stop_reason:
-        report.stop_reason = state.guard.reason
-    reason = report.stop_reason or "stopped"
-    report.not_sent = {r.key: reason if reason.endswith("not sent") else reason + "; not sent" for r in queue}
-    if batch_error:
-        raise batch_error[0]
-    return report
-
-
+    run = _Run(model, params, requests, on_batch, limits, log, prices or {}, journal, secret_of(client),
+               guard or EndpointGuard(limits.max_consecutive_failures),
+               budget or TokenBudget(limits.max_total_tokens, limits.max_total_cost_usd))
+    if run.guard.is_open:
+        return run.refused()
+    await run.send_all(client)
+    return run.finish()

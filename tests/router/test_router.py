@@ -170,7 +170,8 @@ def test_from_store_routes_with_the_shipped_router_on_no_store_and_on_a_store_wi
     r = Router.from_store(db_path=db)  # no DB at all
     assert (r.embedder_path, r.reranker_path, r.signals) == (minilm, None, shipped.signals)
     assert r.fusion.coef == shipped.coef
-    assert r.dense.document_tokens == shipped.card["document_tokens"]  # documents read as the fusion was fitted
+    assert r.dense.document_tokens == shipped.card["document_tokens"]  # documents read as its card says
+    assert r.multilingual_caps.body_chars == shipped.card["multilingual_body_chars"]
     newer = tmp_path / "models" / "r3-new"
     newer.mkdir(parents=True)
     store.replace_table(db, "embedder", pl.DataFrame({"variant": ["r3"], "path": [str(newer)],
@@ -335,8 +336,10 @@ def test_documents_capped_to_their_first_tokens_are_what_the_model_reads(minilm,
     full, _, _ = whole.embed([long_doc])
     assert float(got[0] @ full[0]) < 0.99  # the cap changed what was read
     assert capped.fingerprint != whole.fingerprint
-    card_capped = FusionModel("linear", ("dense",), card={"document_tokens": 12})
-    assert Router(minilm, cache_dir=tmp_path, fusion=card_capped).dense.document_tokens == 12
-    assert Router(minilm, cache_dir=tmp_path).dense.document_tokens is None
+    card_capped = FusionModel("linear", ("dense",), card={"document_tokens": 12, "multilingual_body_chars": 50})
+    routed = Router(minilm, cache_dir=tmp_path, fusion=card_capped)
+    assert (routed.dense.document_tokens, routed.multilingual_caps.body_chars) == (12, 50)
+    plain = Router(minilm, cache_dir=tmp_path)
+    assert (plain.dense.document_tokens, plain.multilingual_caps.body_chars) == (None, 600)
     with pytest.raises(ValueError, match="document_tokens"):
         DenseIndex(minilm, tmp_path, document_tokens=0)

@@ -73,7 +73,7 @@ def _shown(df: pl.DataFrame, intervals: bool) -> pl.DataFrame:
 def slice_sizes(metrics: pl.DataFrame, split: str | None = None) -> dict[str, int]:
     """Queries per slice of one split (or benchmark): what each figure of its tables averages over."""
     split = split or headline_split(metrics)
-    return dict(metrics.filter(pl.col("split") == split).select("slice", "n_queries").unique("slice").iter_rows())
+    return dict(metrics.filter(pl.col("split") == split).select("slice", "n_queries").unique("slice", maintain_order=True).iter_rows())
 
 
 def small_sample_note(sizes: Mapping[str, int]) -> str:
@@ -115,7 +115,7 @@ def breakdown_table(metrics: pl.DataFrame, metric: str, split: str | None = None
     df = metrics.filter((pl.col("metric") == metric) & (pl.col("split") == split))
     if df.height == 0:
         return df
-    sizes = dict(df.select("slice", "n_queries").unique("slice").iter_rows())
+    sizes = dict(df.select("slice", "n_queries").unique("slice", maintain_order=True).iter_rows())
     order = sorted(sizes, key=lambda s: (s != "all", not s.startswith("direction"), s))
     wide = _shown(df, intervals).pivot(on="slice", index="system", values="value").select("system", *order)
     label = {s: s.removeprefix("direction=") for s in order}

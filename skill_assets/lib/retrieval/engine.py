@@ -41,6 +41,7 @@ from skill_assets.lib.retrieval.reranking import RERANKER_MAX_SEQ, Reranker, pro
 from skill_assets.lib.retrieval.results import Fused, RankedSkill, RoutedRequest
 from skill_assets.lib.retrieval.selection import SelectionCut
 from skill_assets.lib.retrieval.signals import (
+    MULTILINGUAL_CAPS,
     SIGNALS,
     dense_document,
     lexical_document,
@@ -67,7 +68,8 @@ class Engine:
         """``fusion`` switches on the hybrid path (its signals are indexed); ``signals`` asks for signals to be
         indexed without a fusion model (the evaluation and the fusion training score each one alone).
         ``document_tokens`` caps what the bi-encoder reads of each document (``DenseIndex``); by default it is
-        what ``fusion``'s card says its features were computed with (the shipped router's: 128), else none.
+        what ``fusion``'s card says (the shipped router's), else none. The card's ``multilingual_body_chars``
+        likewise caps the body the multilingual encoder reads (default ``MULTILINGUAL_CAPS``).
         ``lexical_fusion`` (a fusion over ``bm25`` alone) and its cut answer while only BM25 is indexed
         (``route``); without one those answers are BM25's own ranking."""
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -85,8 +87,11 @@ class Engine:
             import torch
 
             torch.set_num_threads(num_threads)
-        if document_tokens is None and fusion is not None:
-            document_tokens = fusion.card.get("document_tokens")
+        card = fusion.card if fusion is not None else {}
+        if document_tokens is None:
+            document_tokens = card.get("document_tokens")
+        self.multilingual_caps = replace(MULTILINGUAL_CAPS, body_chars=card.get("multilingual_body_chars",
+                                                                                MULTILINGUAL_CAPS.body_chars))
         self.dense = DenseIndex(embedder_path, self.cache_dir, query_prompt, batch_size, embedder_backend, self.log,
                                 document_tokens)
         self.reranker_backend = reranker_backend
@@ -228,7 +233,8 @@ class Engine:
             dense, cached, encoded = self.dense.embed(dense_docs, shard_size, checkpoint)
             return dense, None, cached, encoded
         return encode_side_by_side(self.dense, dense_docs, self.multilingual,
-                                   [multilingual_document(s) for s in skills], self.cache_dir, self.log,
+                                   [multilingual_document(s, self.multilingual_caps) for s in skills],
+                                   self.cache_dir, self.log,
                                    shard_size, checkpoint)
 
     def _publish(self, pool: PoolIndex, generation: int) -> bool:

@@ -34,8 +34,9 @@ def lexical_document(skill: Skill) -> str:
     return skill_document(skill.name, skill.description, skill.body, TextCaps(100_000, LEXICAL_BODY_CHARS))
 
 
-def multilingual_document(skill: Skill) -> str:
-    return skill_document(skill.name, skill.description, skill.body, MULTILINGUAL_CAPS)
+def multilingual_document(skill: Skill, caps: TextCaps = MULTILINGUAL_CAPS) -> str:
+    """What the multilingual encoder reads (a fusion's card may name shorter ``caps``: ``Engine``)."""
+    return skill_document(skill.name, skill.description, skill.body, caps)
 
 
 def skill_language(skill: Skill) -> str:

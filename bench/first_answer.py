@@ -146,7 +146,8 @@ def table(out: dict) -> str:
     lines = [f"`skill-assets serve` over a {out['pool']:,}-skill JSONL pool ({out['parsed']:,} corpus skills, padded "
              f"with variants), {out['cores']} cores, cold index cache; load average (1, 5, 15 min) at the first "
              f"start {out['load_at_start']}, when the hybrid was ready {out.get('load_at_full')}, at the end "
-             f"{out['load_at_end']}: other jobs shared the cores.", "",
+             f"{out['load_at_end']} (the bench's own server counts in it; above the core count, other jobs shared "
+             "the cores).", "",
              "| figure | measured | target | signals |", "|---|---|---|---|",
              *(f"| {a} | {b} | {c} | {d} |" for a, b, c, d in rows), ""]
     b = out["build"]
@@ -161,7 +162,7 @@ def table(out: dict) -> str:
         lines += [f"The full hybrid waits on the bi-encoder: about {dense_s:.0f} s of the build's "
                   f"{b['full_ready_logged_s']:.0f} s encode its documents ({b['dense_docs_per_s']} a second, one core "
                   f"while USE ran beside it, then both); the other {b['full_ready_logged_s'] - dense_s:.0f} s are BM25, importing "
-                  "and loading the models, the bf16 gate's timing and the request encoders' warm-up.", ""]
+                  "and loading the models, the backend's quality probe and the request encoders' warm-up.", ""]
     lines += [f"Document encoder: {b.get('document_encoder', '?')}", "",
               "```json", json.dumps(out, ensure_ascii=False), "```"]
     return "\n".join(lines)

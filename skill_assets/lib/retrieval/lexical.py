@@ -34,31 +34,15 @@ def _stopwords() -> frozenset[str]:
     return frozenset(STOPWORDS_EN)
 
 
-_TOKEN = re.compile(r"[a-z0-9][a-z0-9+#._-]*|[\u4e00-\u9fff]+")
 _WORD = re.compile(r"[a-z0-9][a-z0-9+#._-]*")
 _CJK_RUN = re.compile(r"[\u4e00-\u9fff]+")
 
 
 def lexical_tokens(text: str) -> list[str]:
-    """The one BM25 tokenizer: lower-cased words less English stopwords; a Chinese run becomes character bigrams
-    (no segmenter: see ``TOKENIZER``). A text with no token gets ``<empty>``, which matches nothing."""
-    stop = _stopwords()
-    tokens: list[str] = []
-    for tok in _TOKEN.findall(text.lower()):
-        if tok[0] >= "\u4e00":
-            tokens.extend(tok[i : i + 2] for i in range(max(1, len(tok) - 1)))
-        elif tok not in stop:
-            tokens.append(tok)
-    return tokens or ["<empty>"]
-
-
-def document_tokens(text: str) -> list[str]:
-    """``lexical_tokens`` as a bag: the same tokens, the words first and then the bigrams, in a third of the time
-    (two scans in C instead of a Python branch per token; the first answer over a new pool waits for them).
-
-    The two patterns match disjoint characters, so each finds what the joint pattern finds; BM25 counts a
-    document's terms as integers, so the index is the same. Requests keep ``lexical_tokens``' order: their
-    scores are float sums in token order."""
+    """The one BM25 tokenizer, for documents and requests: lower-cased words less English stopwords, then each
+    Chinese run as character bigrams (no segmenter: see ``TOKENIZER``). A text with no token gets ``<empty>``,
+    which matches nothing. Words first and bigrams after, in two scans done in C, not a Python branch per
+    token: the first answer over a new pool waits for 10,000 documents to be tokenized."""
     low = text.lower()
     stop = _stopwords()
     tokens = [tok for tok in _WORD.findall(low) if tok not in stop]
@@ -92,7 +76,7 @@ class LexicalIndex:
         # token ids made here, in the tokenizer's pass: bm25s' own vocabulary pass over 10,000 token lists costs a
         # second more (its vocabulary order is a set's anyway; a term's ids do not enter any score)
         vocab: dict[str, int] = {}
-        ids = [[vocab.setdefault(tok, len(vocab)) for tok in document_tokens(d)] for d in documents]
+        ids = [[vocab.setdefault(tok, len(vocab)) for tok in lexical_tokens(d)] for d in documents]
         retriever.index((ids, vocab), show_progress=False)
         if directory is None:
             return cls(retriever), False

@@ -64,12 +64,12 @@ class Engine:
                  log: Callable[[str], None] | None = None, fusion: FusionModel | None = None,
                  selection: SelectionCut | None = None, signals: Sequence[str] | None = None,
                  multilingual_model: str = USE_MULTILINGUAL, lexical_fusion: FusionModel | None = None,
-                 lexical_selection: SelectionCut | None = None, document_tokens: int | None = None) -> None:
+                 lexical_selection: SelectionCut | None = None) -> None:
         """``fusion`` switches on the hybrid path (its signals are indexed); ``signals`` asks for signals to be
         indexed without a fusion model (the evaluation and the fusion training score each one alone).
-        ``document_tokens`` caps what the bi-encoder reads of each document (``DenseIndex``); by default it is
-        what ``fusion``'s card says (the shipped router's), else none. The card's ``multilingual_body_chars``
-        likewise caps the body the multilingual encoder reads (default ``MULTILINGUAL_CAPS``).
+        ``fusion``'s card says how documents are read, as its features were computed: ``document_tokens`` caps
+        what the bi-encoder reads of each (``DenseIndex``; none without it), ``multilingual_body_chars`` the body
+        the multilingual encoder reads (default ``MULTILINGUAL_CAPS``). Both are fixed here, at construction.
         ``lexical_fusion`` (a fusion over ``bm25`` alone) and its cut answer while only BM25 is indexed
         (``route``); without one those answers are BM25's own ranking."""
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -88,12 +88,10 @@ class Engine:
 
             torch.set_num_threads(num_threads)
         card = fusion.card if fusion is not None else {}
-        if document_tokens is None:
-            document_tokens = card.get("document_tokens")
         self.multilingual_caps = replace(MULTILINGUAL_CAPS, body_chars=card.get("multilingual_body_chars",
                                                                                 MULTILINGUAL_CAPS.body_chars))
         self.dense = DenseIndex(embedder_path, self.cache_dir, query_prompt, batch_size, embedder_backend, self.log,
-                                document_tokens)
+                                card.get("document_tokens"))
         self.reranker_backend = reranker_backend
         self.reranker_max_length = reranker_max_length
         self.reranker: Reranker | None = None

@@ -81,7 +81,7 @@ def test_sql_refuses_connection_changing_functions_instead_of_aborting(sql, db, 
     """File logging refused by the sandbox once killed the process with SIGABRT (issue 21, finding 8)."""
     (tmp_path / "q.sql").write_text(sql.format(tmp=tmp_path))
     proc = subprocess.run([sys.executable, "-m", "skill_assets.cli", "sql", str(tmp_path / "q.sql")],
-                          capture_output=True, text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(REPO)})
+                          capture_output=True, text=True, timeout=1800, env={**os.environ, "PYTHONPATH": str(REPO)})
     assert proc.returncode == 2 and "enable_logging" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "logs").exists()
 
@@ -165,6 +165,6 @@ def test_materialize_exits_1_when_every_request_failed(tmp_path, fault_server):
     env = {**os.environ, "SKILL_ASSETS_DB": str(db), "DAGSTER_HOME": str(tmp_path / "home"),
            "SKILL_ASSETS_LLM_BASE_URL": fault_server.url, "PYTHONPATH": str(REPO)}
     proc = subprocess.run([sys.executable, "-m", "skill_assets.cli", "materialize", "--select", "key:llm_records",
-                           "--partition", "en2en"], env=env, capture_output=True, text=True, timeout=600)
+                           "--partition", "en2en"], env=env, capture_output=True, text=True, timeout=1800)
     assert proc.returncode == 1, proc.stderr[-3000:]
     assert "llm_records [en2en]: all 2 records FAILED" in proc.stderr and "done" not in proc.stdout

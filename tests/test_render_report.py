@@ -22,7 +22,7 @@ def test_render_crops_to_the_page(tmp_path):
     html = tmp_path / "r.html"
     html.write_text(html_document("t", [("Table", "| system | hit@1 |\n|---|---|\n" + rows)], {}))
     out = subprocess.run([sys.executable, str(BENCH), str(html), "--out", str(tmp_path / "r.png"), "--width", "800"],
-                         capture_output=True, text=True, check=True, timeout=180).stdout.strip().splitlines()[-1]
+                         capture_output=True, text=True, check=True, timeout=1800).stdout.strip().splitlines()[-1]
     image = Image.open(tmp_path / "r.png")
     assert f'"width": 800, "height": {image.height}' in out
     assert 1000 < image.height < 4000  # 60 table rows: taller than a screen, far shorter than the 16000 px window

@@ -19,7 +19,7 @@ def test_router_bench_prints_every_system_and_the_selection_figures(tmp_path):
         [sys.executable, str(REPO / "bench" / "router_curated.py"), "--requests", str(requests), "--split", "test",
          "--corpus", str(pool), "--cache-dir", str(tmp_path / "cache"), "--embedder", bundled_minilm(),
          "--model-dir", str(tmp_path / "model")],
-        check=False, capture_output=True, text=True, timeout=600, cwd=REPO,
+        check=False, capture_output=True, text=True, timeout=1800, cwd=REPO,
         env={**os.environ, "HF_HUB_OFFLINE": "1", "SKILL_ASSETS_DB": str(tmp_path / "no-store.duckdb")})
     assert done.returncode == 0, done.stderr[-2000:]
     figures = json.loads(done.stdout.strip().splitlines()[-1])

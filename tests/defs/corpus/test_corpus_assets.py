@@ -103,4 +103,4 @@ def test_a_concurrent_step_waits_for_the_corpus_lock(tmp_path):
     with corpus_lock(db, wait_s=10):
         waited = time.monotonic() - started
     t.join()
-    assert 0.2 < waited < 5
+    assert waited > 0.2  # it waited for the holder, then took the lock

@@ -70,7 +70,7 @@ def _free_port() -> int:
 
 
 @contextmanager
-def start_label_studio(data_dir: Path, timeout_s: float = 300):
+def start_label_studio(data_dir: Path, timeout_s: float = 1800):
     python = Path(os.environ.get(PYTHON_ENV) or DEFAULT_REVIEW_PYTHON)
     binary = python.parent / "label-studio"
     if not binary.exists():

@@ -55,7 +55,7 @@ def test_key_echoed_at_any_offset_leaks_nowhere(fault_server, tmp_path, caplog, 
         fault_server.script(item.messages, [f"401_echo_key:{offset}"] * 3)
     caplog.set_level(logging.DEBUG)
     lines: list[str] = []
-    client = openai.AsyncOpenAI(base_url=fault_server.url, api_key=KEY, timeout=2, max_retries=0)
+    client = openai.AsyncOpenAI(base_url=fault_server.url, api_key=KEY, timeout=60, max_retries=0)
     db = tmp_path / "s.duckdb"
     out = generate(items, client, SamplingParams(), ResponseCache(db),
                    GenerationLimits(concurrency=2, max_consecutive_failures=len(OFFSETS) + 1),

@@ -5,24 +5,15 @@ the next run, with the date, the commit and the CPU model it was measured on (ne
 """
 from __future__ import annotations
 
-import platform
 import re
 import subprocess
 from datetime import UTC, datetime
 from pathlib import Path
 
+from skill_assets.lib.common.cpu import cpu_model
+
 RESULTS = Path(__file__).resolve().parents[1] / "docs" / "RESULTS.md"
 HEADER = "# Measured results\n\nEach section is written by the bench it names; rerun the bench to refresh it.\n"
-
-
-def _cpu() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def _commit() -> str:
@@ -35,7 +26,7 @@ def _commit() -> str:
 
 def write_section(name: str, body: str, path: Path = RESULTS) -> None:
     """Replace (or append) the section ``name`` of ``path`` with ``body`` and a line saying when and where."""
-    stamp = f"_Measured {datetime.now(UTC):%Y-%m-%d} on commit {_commit()}, {_cpu()}, `bench/{name.replace('-', '_')}.py`._"
+    stamp = f"_Measured {datetime.now(UTC):%Y-%m-%d} on commit {_commit()}, {cpu_model()}, `bench/{name.replace('-', '_')}.py`._"
     block = f"<!-- bench:{name} -->\n## {name}\n\n{stamp}\n\n{body.strip()}\n<!-- /bench:{name} -->"
     text = path.read_text(encoding="utf-8") if path.is_file() else HEADER
     pattern = re.compile(rf"<!-- bench:{re.escape(name)} -->.*?<!-- /bench:{re.escape(name)} -->", re.S)

@@ -24,7 +24,7 @@ from skill_assets.lib.neighbourhoods.clustering import (
     merge_into_super_domains,
     score_sweep,
 )
-from skill_assets.lib.neighbourhoods.pools import split_pools
+from skill_assets.lib.neighbourhoods.skill_split import split_pools
 from skill_assets.lib.neighbourhoods.sampling import SamplingPlan, sample_combinations
 
 GROUP = "neighbourhoods"

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
+from skill_assets.lib.common import cpu
 from skill_assets.lib.common.cache_files import atomic_output, discard_damaged, write_text_atomic
 
 if TYPE_CHECKING:  # the cross-encoders' gate, defined with them
@@ -259,20 +260,11 @@ def unsupported_reason(model, transformer) -> str | None:
 
 
 @functools.cache
-def _cpuinfo() -> tuple[str, ...]:
-    """The lines of ``/proc/cpuinfo`` (none where it is missing: macOS, Windows)."""
-    try:
-        return tuple(Path("/proc/cpuinfo").read_text().splitlines())
-    except OSError:
-        return ()
-
-
-@functools.cache
 def _cpu_tag() -> str:
     """Which CPU a bf16 verdict was measured on: the same model files on other hardware are measured again."""
     from skill_assets.lib.common.hashing import digest
 
-    names = [ln for ln in _cpuinfo() if ln.startswith(("model name", "flags"))]
+    names = [ln for ln in cpu.cpuinfo() if ln.startswith(("model name", "flags"))]
     return digest("\n".join(sorted(set(names))) or platform.processor() or platform.machine())[:12]
 
 
@@ -294,7 +286,7 @@ def native_bf16() -> str | None:
     bf16 ran 2.6× fp32 on one thread and 2.4× on two, machine otherwise quiet; emulated bf16 is slower than
     fp32. Where ``/proc/cpuinfo`` is missing (macOS, Windows) nothing is known and bf16 is not tried.
     """
-    flags = {flag for line in _cpuinfo() if line.startswith(("flags", "Features")) for flag in line.split(":", 1)[-1].split()}
+    flags = cpu.cpu_flags()
     return next((flag for flag in NATIVE_BF16_FLAGS if flag in flags), None)
 
 

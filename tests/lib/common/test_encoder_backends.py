@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from skill_assets.lib.common import encoder_backends
+from skill_assets.lib.common import cpu, encoder_backends
 from skill_assets.lib.common.encoder_backends import (
     QualityGate,
     bf16_encode,
@@ -239,7 +239,7 @@ def test_the_native_bf16_flag_is_read_from_the_cpu_flags(monkeypatch):
                             (("flags\t\t: fpu sse avx2 fma",), None),
                             (("Features\t: fp asimd sve bf16 i8mm",), "bf16"),
                             ((), None)):
-            monkeypatch.setattr(encoder_backends, "_cpuinfo", lambda lines=lines: lines)
+            monkeypatch.setattr(cpu, "cpuinfo", lambda lines=lines: lines)
             encoder_backends.native_bf16.cache_clear()
             assert encoder_backends.native_bf16() == want
     finally:

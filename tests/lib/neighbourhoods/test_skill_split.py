@@ -2,7 +2,7 @@ from collections import Counter
 
 import pytest
 
-from skill_assets.lib.neighbourhoods.pools import split_pools
+from skill_assets.lib.neighbourhoods.skill_split import split_pools
 
 
 def _skills():

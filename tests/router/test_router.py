@@ -343,3 +343,33 @@ def test_documents_capped_to_their_first_tokens_are_what_the_model_reads(minilm,
     assert (plain.dense.document_tokens, plain.multilingual_caps.body_chars) == (None, 600)
     with pytest.raises(ValueError, match="document_tokens"):
         DenseIndex(minilm, tmp_path, document_tokens=0)
+
+
+def test_vectors_encoded_after_a_broken_int8_export_are_not_cached_and_the_next_run_exports_again(
+        minilm, tmp_path, monkeypatch):
+    """A disk-full export once left fp32 vectors cached under the ``onnx-int8`` key for good (issue 21, finding 7)."""
+    from skill_assets.lib.common import encoder_backends
+    from skill_assets.lib.retrieval.dense import DenseIndex
+
+    docs = ["docker | compose networking | containers reach each other by service name",
+            "pdf | extract tables | read the tables of a PDF into CSV", "git | 提交信息 | 根据改动写出提交说明"]
+    export = encoder_backends._export_int8
+
+    def disk_full(model, target):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(encoder_backends, "_export_int8", disk_full)
+    said: list[str] = []
+    got, cached, encoded = DenseIndex(minilm, tmp_path, backend="onnx-int8", log=said.append).embed(docs)
+    (line,) = [m for m in said if m.startswith("document encoder: ")]
+    assert line.startswith("document encoder: torch (int8 ONNX export failed: OSError") and "not cached" in line
+    exact, _, _ = DenseIndex(minilm, tmp_path / "exact", backend="torch").embed(docs)
+    assert (cached, encoded) == (0, 3) and np.allclose(got, exact, atol=1e-5)  # the run itself still works
+
+    monkeypatch.setattr(encoder_backends, "_export_int8", export)
+    said.clear()
+    _, cached, encoded = DenseIndex(minilm, tmp_path, backend="onnx-int8", log=said.append).embed(docs)
+    assert (cached, encoded) == (0, 3)  # nothing of the failed run was kept under the int8 key
+    assert any(m.startswith("document encoder: onnx-int8") for m in said), said
+    _, cached, encoded = DenseIndex(minilm, tmp_path, backend="onnx-int8").embed(docs)
+    assert (cached, encoded) == (3, 0)  # a lasting choice's vectors are kept

@@ -81,13 +81,18 @@ class QualityGate:
 
 @dataclass
 class EncoderChoice:
-    """The encode function a caller should use, the backend it really is, and why."""
+    """The encode function a caller should use, the backend it really is, and why.
+
+    ``lasting`` is False where a failure (an int8 export that broke: disk full, a killed exporter), not a
+    gate's verdict, put the original model in: the next run tries the requested backend again, so what this
+    choice encodes must not be cached under that backend's key."""
 
     encode: Callable[[list[str]], np.ndarray]
     backend: str
     reason: str
     probe_min_cosine: float | None = None
     probe_mean_cosine: float | None = None
+    lasting: bool = True
 
 
 def torch_encode(model, batch_size: int) -> Callable[[list[str]], np.ndarray]:
@@ -313,7 +318,7 @@ def try_int8(export: Callable[[Path], None], build: Callable[[Path], Callable], 
     int8, verdict = _gated_int8(out_dir, export, build, lambda fast: gate.agreement(fast(probe), fallback(probe)),
                                 gate.fields)
     if int8 is None:
-        return make(fallback, "torch", verdict["error"])
+        return make(fallback, "torch", verdict["error"], lasting=False)
     passed = gate.passes(verdict)
     return make(int8 if passed else fallback, "onnx-int8" if passed else "torch", gate.describe("int8", verdict),
                 *gate.figures(verdict))

@@ -58,12 +58,14 @@ class RankGate:
 
 @dataclass
 class ScorerChoice:
-    """The pair-scoring function a caller should use, the backend it really is, and why."""
+    """The pair-scoring function a caller should use, the backend it really is, and why (``lasting``: as
+    ``EncoderChoice``'s; scores are never cached, so only the log line tells)."""
 
     score: Callable[[list[tuple[str, str]]], np.ndarray]
     backend: str
     reason: str
     probe_spearman: float | None = None
+    lasting: bool = True
 
 
 def torch_score(cross_encoder, batch_size: int) -> Callable[[list[tuple[str, str]]], np.ndarray]:

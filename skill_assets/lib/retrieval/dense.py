@@ -72,16 +72,19 @@ class DenseIndex:
                                        f"{backend_key(self.backend)}{capped}")
         return self._fingerprint
 
-    def _document_encoder(self, sample: list[str]) -> Callable[[list[str]], np.ndarray]:
+    def _document_encoder(self, sample: list[str]) -> tuple[Callable[[list[str]], np.ndarray], bool]:
         """How pool documents are embedded: by default bf16 where this CPU runs it natively and a probe of
         ``sample`` agrees with fp32 (``choose_encoder``; verdict cached beside the index), else fp32.
-        Queries are always embedded by the model as is: one short text per request gains nothing."""
+        Queries are always embedded by the model as is: one short text per request gains nothing. Vectors of
+        a fallback forced by a failure are not cached (``EncoderChoice.lasting``)."""
         cut = self._first_tokens if self.document_tokens else (lambda texts: texts)
         choice = choose_encoder(self.model, self.backend, self.cache_dir / "onnx", self.fingerprint, cut(sample),
                                 self.batch_size)
         self.log(f"document encoder: {choice.backend} ({choice.reason})"
-                 + (f", documents read to {self.document_tokens} tokens" if self.document_tokens else ""))
-        return lambda texts: choice.encode(cut(texts))
+                 + (f", documents read to {self.document_tokens} tokens" if self.document_tokens else "")
+                 + ("" if choice.lasting else "; this run's document vectors are not cached, the next run "
+                    f"tries {self.backend} again"))
+        return (lambda texts: choice.encode(cut(texts))), choice.lasting
 
     def _first_tokens(self, texts: list[str]) -> list[str]:
         """Each text cut after its first ``document_tokens`` tokens of the model's own tokenizer: the characters

@@ -106,7 +106,7 @@ def _duration(seconds: float) -> str:
 
 
 def embed_documents(docs: list[str], cache: EmbeddingStore,
-                    encoder_for: Callable[[list[str]], Callable[[list[str]], np.ndarray]],
+                    encoder_for: Callable[[list[str]], tuple[Callable[[list[str]], np.ndarray], bool]],
                     log: Callable[[str], None], shard_size: int = 512, name: str = "skill documents",
                     checkpoint: Callable[[], None] = lambda: None) -> tuple[np.ndarray, int, int]:
     """(embedding matrix in ``docs`` order, documents found in the cache, distinct documents encoded now).
@@ -115,7 +115,9 @@ def embed_documents(docs: list[str], cache: EmbeddingStore,
     written to the cache every ``shard_size`` documents, so an interrupted index keeps what it paid for,
     and each write logs the progress: documents done, rate, time left (from the characters left, since
     the longest documents go first). ``encoder_for(texts)`` picks the encoder for the texts to encode (a
-    backend probe may look at them), and ``checkpoint()`` runs before every chunk: a caller stopping the
+    backend probe may look at them) and says whether its vectors belong in ``cache``: a stand-in after a
+    failure (``EncoderChoice.lasting`` False) encodes this run's misses but keeps none, so the cache's key
+    never holds another backend's vectors. ``checkpoint()`` runs before every chunk: a caller stopping the
     build raises there.
     """
     hashes = [digest(d) for d in docs]
@@ -129,7 +131,7 @@ def embed_documents(docs: list[str], cache: EmbeddingStore,
     todo = list(uniq.values())
     log(f"{name}: encoding {len(todo)} of {len(docs)} documents ({len(docs) - len(miss)} cached)")
     texts = [docs[i] for i in todo]
-    encode = encoder_for(texts)
+    encode, keep = encoder_for(texts)
     total_chars, chars_done = max(sum(map(len, texts)), 1), 0
     pending_h, pending_e, done, t0 = [], [], 0, time.perf_counter()
 
@@ -145,14 +147,15 @@ def embed_documents(docs: list[str], cache: EmbeddingStore,
         done += len(idx)
         chars_done += sum(len(texts[j]) for j in idx)
         if len(pending_h) >= shard_size:
-            cache.add(pending_h, np.concatenate(pending_e))
+            if keep:
+                cache.add(pending_h, np.concatenate(pending_e))
             pending_h, pending_e = [], []
             elapsed = time.perf_counter() - t0
             log(f"{name}: encoded {done}/{len(todo)} documents ({done / max(elapsed, 1e-9):.1f}/s, about "
                 f"{_duration(elapsed * (total_chars - chars_done) / max(chars_done, 1))} left)")
         for j, e in zip(idx, emb):
             matrix[todo[j]] = e
-    if pending_h:
+    if pending_h and keep:
         cache.add(pending_h, np.concatenate(pending_e))
     elapsed = time.perf_counter() - t0
     log(f"{name}: encoded {len(todo)} documents in {_duration(elapsed)} ({len(todo) / max(elapsed, 1e-9):.1f}/s)")

@@ -96,7 +96,7 @@ class MultilingualIndex:
         def encode(part: list[str]) -> np.ndarray:
             return encoder.encode(part, threads() if callable(threads) else threads)
 
-        matrix, _, encoded = embed_documents(documents, cls._store(cache_dir, encoder), lambda texts: encode, log,
+        matrix, _, encoded = embed_documents(documents, cls._store(cache_dir, encoder), lambda texts: (encode, True), log,
                                              shard_size, "multilingual", checkpoint)
         return cls(encoder, np.ascontiguousarray(matrix, dtype=np.float32)), encoded
 

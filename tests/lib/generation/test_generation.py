@@ -309,3 +309,18 @@ def test_real_local_llama_cpp_server(tmp_path):
         assert all(r["prompt_tokens"] > 0 and r["completion_tokens"] > 0 for r in out.rows)
         again = generate(items, client, params, ResponseCache(tmp_path / "s.duckdb"))
         assert again.requests_sent == 0 and all(r["cached"] for r in again.rows)
+        # one thread: llama.cpp's spinning threads collapse to seconds a token beside another CPU-heavy job
+        (server,) = [args for args in _child_command_lines() if "llama_cpp.server" in args]
+        assert server[server.index("--n_threads") + 1] == "1" and server[server.index("--n_threads_batch") + 1] == "1"
+
+
+def _child_command_lines() -> list[list[str]]:
+    """The command lines of this process's children, from ``/proc``."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == os.getpid():
+                found.append((stat.parent / "cmdline").read_bytes().decode().split("\0")[:-1])
+        except (OSError, ValueError, IndexError):
+            continue  # the process ended while being read
+    return found

@@ -58,8 +58,9 @@ class RankGate:
 
 @dataclass
 class ScorerChoice:
-    """The pair-scoring function a caller should use, the backend it really is, and why (``lasting``: as
-    ``EncoderChoice``'s; scores are never cached, so only the log line tells)."""
+    """The pair-scoring function a caller should use, the backend it really is, and why. ``lasting`` is set by
+    the int8 path both choices share (``try_int8``), as for ``EncoderChoice``; scores are never cached, so no
+    caller reads it here."""
 
     score: Callable[[list[tuple[str, str]]], np.ndarray]
     backend: str

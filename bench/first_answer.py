@@ -40,7 +40,7 @@ import numpy as np
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from results_doc import write_section  # noqa: E402
-from route_latency import CORPUS, build_pool, corpus_skills, latencies_ms, sample_queries  # noqa: E402
+from route_latency import CORPUS, corpus_pool, latencies_ms, sample_queries  # noqa: E402
 
 from skill_assets.lib.retrieval.signals import SIGNALS  # noqa: E402
 from skill_assets.router.routing import Router, stderr_log  # noqa: E402
@@ -189,15 +189,11 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(cache)  # a cold start means an empty index cache
     work.mkdir(parents=True, exist_ok=True)
     try:
-        base, skipped = corpus_skills(Path(args.corpus))
-        if not base:
-            print(f"no parsable SKILL.md under {args.corpus}", file=sys.stderr)
-            return 2
-        pool = build_pool(base, args.pool_size)
+        pool, parsed, skipped = corpus_pool(Path(args.corpus), args.pool_size)
         pool_path = work / "pool.jsonl"
         write_jsonl_pool(pool, pool_path)
         queries = sample_queries(pool, args.queries, args.seed)
-        stderr_log(f"pool: {len(pool)} skills ({len(base)} parsed, {skipped} unparsable) -> {pool_path}")
+        stderr_log(f"pool: {len(pool)} skills ({parsed} parsed, {skipped} unparsable) -> {pool_path}")
 
         first = asyncio.run(serve_session(pool_path, cache, log_path, queries, args.poll, True, args.max_wait))
         stderr_log(f"first start: first answer at {first['first_answer_s']} s ({first['first_answer_signals']}), "
@@ -215,7 +211,7 @@ def main(argv: list[str] | None = None) -> int:
         import torch
 
         out = {
-            "pool": len(pool), "parsed": len(base), "unparsable": skipped, "cores": len(os.sched_getaffinity(0)),
+            "pool": len(pool), "parsed": parsed, "unparsable": skipped, "cores": len(os.sched_getaffinity(0)),
             "first_answer_s": first["first_answer_s"], "first_answer_signals": first["first_answer_signals"],
             "full_hybrid_s": first["full_hybrid_s"],
             "second_start_s": second["first_answer_s"], "second_start_signals": second["first_answer_signals"],

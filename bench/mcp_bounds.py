@@ -42,8 +42,9 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from first_answer import call, load, write_jsonl_pool  # noqa: E402
 from results_doc import write_section  # noqa: E402
-from route_latency import CORPUS, build_pool, corpus_skills, sample_queries  # noqa: E402
+from route_latency import CORPUS, corpus_pool, sample_queries  # noqa: E402
 
+from skill_assets.router.routing import stderr_log  # noqa: E402
 from skill_assets.router.serve import CALL_SECONDS, CONCURRENT_CALLS, MAX_BODY_BYTES, MAX_QUERY_CHARS  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
@@ -216,19 +217,15 @@ async def drive(url: str, server: ServerProcess, pool, queries: list[str], args)
     await one_call(url, queries[0], 900)  # models and indexes warm
     out = {"rss_warm_mb": server.rss_mb()}
     out["longest_query"] = await longest_phase(url, server, query)
-    stderr(f"longest query: {out['longest_query']}")
+    stderr_log(f"longest query: {out['longest_query']}")
     out["oversize_body"] = await oversize_phase(url, server)
-    stderr(f"oversize body: {out['oversize_body']}")
+    stderr_log(f"oversize body: {out['oversize_body']}")
     out["abandoned"] = await abandoned_phase(url, server, query, args.abandoned, args.disconnect_after)
-    stderr(f"abandoned calls: {out['abandoned']}")
+    stderr_log(f"abandoned calls: {out['abandoned']}")
     out["concurrent"] = await sessions_phase(url, server, queries)
-    stderr(f"concurrent sessions: {out['concurrent']}")
+    stderr_log(f"concurrent sessions: {out['concurrent']}")
     out["rss_end_mb"] = server.rss_mb()
     return out
-
-
-def stderr(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
 
 
 def table(out: dict) -> str:
@@ -279,23 +276,19 @@ def main(argv: list[str] | None = None) -> int:
     work.mkdir(parents=True, exist_ok=True)
     proc = None
     try:
-        base, skipped = corpus_skills(Path(args.corpus))
-        if not base:
-            print(f"no parsable SKILL.md under {args.corpus}", file=sys.stderr)
-            return 2
-        pool = build_pool(base, args.pool_size)
+        pool, parsed, skipped = corpus_pool(Path(args.corpus), args.pool_size)
         pool_path = work / "pool.jsonl"
         write_jsonl_pool(pool, pool_path)
         queries = sample_queries(pool, args.sessions, args.seed)
         port = free_port()
-        out: dict = {"pool": len(pool), "parsed": len(base), "unparsable": skipped,
+        out: dict = {"pool": len(pool), "parsed": parsed, "unparsable": skipped,
                      "cores": len(os.sched_getaffinity(0)), "load_at_start": load(),
                      "limits": {"max_query_chars": MAX_QUERY_CHARS, "max_body_bytes": MAX_BODY_BYTES,
                                 "call_seconds": CALL_SECONDS, "concurrent_calls": CONCURRENT_CALLS}}
         t = time.perf_counter()
         proc = start_server(pool_path, work / "cache", port, work / "serve.log", args.max_wait)
         out["server_ready_s"] = round(time.perf_counter() - t, 1)
-        stderr(f"server listening after {out['server_ready_s']} s on a {len(pool)}-skill pool")
+        stderr_log(f"server listening after {out['server_ready_s']} s on a {len(pool)}-skill pool")
         out.update(asyncio.run(drive(f"http://127.0.0.1:{port}/mcp", ServerProcess(proc.pid), pool, queries, args)))
         out["load_at_end"] = load()
         if not args.no_results_doc:

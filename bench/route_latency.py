@@ -53,6 +53,16 @@ def corpus_skills(root: Path) -> tuple[list[Skill], int]:
     return skills, skipped
 
 
+def corpus_pool(corpus: Path, size: int) -> tuple[list[Skill], int, int]:
+    """(the bench pool: every parsable SKILL.md under ``corpus`` padded to ``size``, parsed, unparsable); exits
+    with status 2, naming the folder, where nothing parses."""
+    base, skipped = corpus_skills(corpus)
+    if not base:
+        print(f"no parsable SKILL.md under {corpus}", file=sys.stderr)
+        raise SystemExit(2)
+    return build_pool(base, size), len(base), skipped
+
+
 def build_pool(base: list[Skill], size: int) -> list[Skill]:
     """``base`` then variants ``<id>~v<r>`` (name suffixed, body paragraphs rotated) up to ``size`` skills."""
     pool = list(base[:size])
@@ -119,12 +129,8 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
 
     t0 = time.perf_counter()
-    base, skipped = corpus_skills(Path(args.corpus))
-    if not base:
-        print(f"no parsable SKILL.md under {args.corpus}", file=sys.stderr)
-        return 2
-    pool = build_pool(base, args.pool_size)
-    stderr_log(f"pool: {len(pool)} skills ({len(base)} parsed, {skipped} unparsable skipped) "
+    pool, parsed, skipped = corpus_pool(Path(args.corpus), args.pool_size)
+    stderr_log(f"pool: {len(pool)} skills ({parsed} parsed, {skipped} unparsable skipped) "
                f"in {time.perf_counter() - t0:.1f}s")
 
     embedder = args.embedder or bundled_minilm()

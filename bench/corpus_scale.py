@@ -34,15 +34,15 @@ from pathlib import Path
 
 import polars as pl
 from results_doc import write_section
+from shared_corpus import CORPUS
 
 from skill_assets.lib.common import store
-from skill_assets.lib.common.frontmatter import SkillParseError, parse_skill_markdown
 from skill_assets.lib.common.sources import SourceSpec
 from skill_assets.lib.corpus.corpus_store import dedup_in_store, ingest_into_store
 from skill_assets.lib.corpus.dedup import DedupConfig, deduplicate, near_duplicate_pairs
 from skill_assets.lib.corpus.minhash import shingle_hashes
+from skill_assets.lib.retrieval.pools import load_pool
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "github-skills" / "repos"
 NEAR_KINDS = ("front_matter", "sentences", "reorder")
 EXACT_KINDS = ("fork", "whitespace", "renamed")
 BAD_KINDS = ("no_front_matter", "invalid_yaml", "missing_name", "missing_description", "empty_body",
@@ -53,15 +53,9 @@ MAX_BYTES = 200_000
 def load_originals() -> list[tuple[str, str, str]]:
     """(name, description, body) of parseable shared skills that are not already duplicates of each other."""
     rows = []
-    for path in sorted(SHARED.rglob("*")):
-        if path.name.lower() != "skill.md" or not path.is_file():
-            continue
-        try:
-            p = parse_skill_markdown(path.read_text(encoding="utf-8"))
-        except (SkillParseError, UnicodeDecodeError):
-            continue
-        if len(p.body) < 400:
-            continue  # too short to mutate meaningfully
+    for p in load_pool(CORPUS, log=lambda _: None).skills:
+        if p.flags or len(p.body) < 400:
+            continue  # no description, or too short to mutate meaningfully
         rows.append({"skill_id": str(len(rows)), "source": "s", "name": p.name, "description": p.description,
                      "body": p.body, "name_hash": p.name.lower(), "content_hash": hash((p.description, p.body))})
     kept, _ = deduplicate(rows, ["s"], DedupConfig())
@@ -212,8 +206,8 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--no-results", action="store_true", help="do not rewrite docs/RESULTS.md")
     args = parser.parse_args()
-    if not SHARED.is_dir():
-        sys.exit(f"shared corpus not found at {SHARED}")
+    if not CORPUS.is_dir():
+        sys.exit(f"shared corpus not found at {CORPUS}")
     originals = load_originals()
     work = Path(tempfile.mkdtemp(prefix="corpus-bench-"))
     try:

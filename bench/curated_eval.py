@@ -26,12 +26,12 @@ import time
 from pathlib import Path
 
 import yaml
+from shared_corpus import CORPUS
 
 from skill_assets.lib.evaluation.curated_benchmark import CURATED_DIR, REQUESTS
 from skill_assets.materialize import materialize  # reads the definitions only when called
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED_POOL = REPO.parent / "shared" / "corpus" / "github-skills" / "repos"
 METRICS = {"hit@1": "hit1", "ndcg@10": "ndcg10", "fc@10": "fc10", "set_compat": "set_compat"}
 
 
@@ -103,7 +103,7 @@ def training_card(db: Path) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--pool", type=Path, default=SHARED_POOL)
+    parser.add_argument("--pool", type=Path, default=CORPUS)
     parser.add_argument("--workdir", type=Path, default=REPO / "data" / "curated_eval")
     parser.add_argument("--epochs", type=int, default=2)
     parser.add_argument("--dev-evaluations", type=int, default=2)

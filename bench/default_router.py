@@ -27,6 +27,7 @@ import numpy as np
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from results_doc import write_section  # noqa: E402
+from shared_corpus import CORPUS  # noqa: E402
 
 from skill_assets.lib.common.bundled_models import bundled_minilm  # noqa: E402
 from skill_assets.lib.evaluation.curated_benchmark import load_requests  # noqa: E402
@@ -40,7 +41,6 @@ from skill_assets.lib.retrieval.systems import run_systems  # noqa: E402
 from skill_assets.router.routing import Router, stderr_log  # noqa: E402
 from skill_assets.router.shipped_router import CURATED_REQUESTS, STYLES_REQUESTS  # noqa: E402
 
-CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus" / "github-skills" / "repos"
 MIN_FOLD = 15
 METRICS = ("hit@1", "ndcg@10")
 

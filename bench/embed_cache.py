@@ -31,6 +31,7 @@ import numpy as np
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from results_doc import write_section
+from shared_corpus import CORPUS
 
 from skill_assets.defs.resources import ModelSettings
 from skill_assets.lib.common import store
@@ -45,7 +46,6 @@ from skill_assets.lib.common.sources import SourceSpec
 from skill_assets.lib.corpus.corpus_store import dedup_in_store, ingest_into_store
 from skill_assets.lib.corpus.dedup import DedupConfig
 
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "github-skills" / "repos"
 
 
 def ensure_corpus(db: Path, corpus: Path) -> float:

@@ -40,7 +40,8 @@ import numpy as np
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from results_doc import write_section  # noqa: E402
-from route_latency import CORPUS, corpus_pool, latencies_ms, sample_queries  # noqa: E402
+from route_latency import latencies_ms, sample_queries  # noqa: E402
+from shared_corpus import CORPUS, corpus_pool  # noqa: E402
 
 from skill_assets.lib.retrieval.signals import SIGNALS  # noqa: E402
 from skill_assets.router.routing import Router, stderr_log  # noqa: E402

@@ -42,7 +42,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from first_answer import call, load, write_jsonl_pool  # noqa: E402
 from results_doc import write_section  # noqa: E402
-from route_latency import CORPUS, corpus_pool, sample_queries  # noqa: E402
+from route_latency import sample_queries  # noqa: E402
+from shared_corpus import CORPUS, corpus_pool  # noqa: E402
 
 from skill_assets.router.routing import stderr_log  # noqa: E402
 from skill_assets.router.serve import CALL_SECONDS, CONCURRENT_CALLS, MAX_BODY_BYTES, MAX_QUERY_CHARS  # noqa: E402

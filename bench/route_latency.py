@@ -2,8 +2,8 @@
 
     SKILL_ASSETS_DB=data/skill_assets.duckdb .venv/bin/python bench/route_latency.py [--pool-size 10000] [--queries 100]
 
-Parses every SKILL.md under /work/shared/corpus/github-skills/repos (unparsable files are skipped
-and counted), then adds deterministic variants (renamed, body paragraphs rotated) until the pool
+Reads every SKILL.md of the shared corpus beside the repository (``bench/shared_corpus.py``: the
+router's own pool loader; rejected files are counted), then adds deterministic variants (renamed, body paragraphs rotated) until the pool
 has ``--pool-size`` distinct ids; nothing is copied into the repository. Indexes the pool through
 ``Router`` (every index cached under ``--cache-dir``: the first run encodes, reruns are cache hits),
 then times single-query routing: the hybrid path (BM25 + bi-encoder + multilingual encoder, the
@@ -27,57 +27,16 @@ import numpy as np
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+from shared_corpus import CORPUS, corpus_pool  # noqa: E402
+
 from skill_assets.lib.common import model_registry as registry  # noqa: E402
 from skill_assets.lib.common.bundled_models import bundled_minilm  # noqa: E402
 from skill_assets.lib.common.encoder_backends import BACKENDS  # noqa: E402
-from skill_assets.lib.common.frontmatter import SkillParseError, parse_skill_markdown  # noqa: E402
 from skill_assets.lib.common.metrics import per_query_metrics  # noqa: E402
 from skill_assets.lib.retrieval.fusion_training import load_router_model  # noqa: E402
 from skill_assets.lib.retrieval.pools import Skill  # noqa: E402
 from skill_assets.lib.retrieval.signals import SIGNALS  # noqa: E402
 from skill_assets.router.routing import Router, stderr_log  # noqa: E402
-
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "github-skills" / "repos"
-
-
-def corpus_skills(root: Path) -> tuple[list[Skill], int]:
-    skills, skipped = [], 0
-    for path in sorted(root.rglob("SKILL.md")):
-        try:
-            parsed = parse_skill_markdown(path.read_bytes().decode("utf-8"))
-        except (SkillParseError, UnicodeDecodeError, OSError):
-            skipped += 1
-            continue
-        skills.append(Skill(path.parent.relative_to(root).as_posix(), parsed.name, parsed.description, parsed.body,
-                            str(path)))
-    return skills, skipped
-
-
-def corpus_pool(corpus: Path, size: int) -> tuple[list[Skill], int, int]:
-    """(the bench pool: every parsable SKILL.md under ``corpus`` padded to ``size``, parsed, unparsable); exits
-    with status 2, naming the folder, where nothing parses."""
-    base, skipped = corpus_skills(corpus)
-    if not base:
-        print(f"no parsable SKILL.md under {corpus}", file=sys.stderr)
-        raise SystemExit(2)
-    return build_pool(base, size), len(base), skipped
-
-
-def build_pool(base: list[Skill], size: int) -> list[Skill]:
-    """``base`` then variants ``<id>~v<r>`` (name suffixed, body paragraphs rotated) up to ``size`` skills."""
-    pool = list(base[:size])
-    r = 1
-    while len(pool) < size:
-        for s in base:
-            if len(pool) >= size:
-                break
-            paras = s.body.split("\n\n")
-            k = r % len(paras) if len(paras) > 1 else 0
-            body = "\n\n".join(paras[k:] + paras[:k]) + f"\n\n(variant {r})"
-            pool.append(Skill(f"{s.id}~v{r}", f"{s.name}-v{r}", s.description, body, s.source))
-        r += 1
-    return pool
-
 
 def sample_queries(pool: list[Skill], n: int, seed: int) -> list[str]:
     """Natural-ish queries: the first clause of sampled descriptions, 4-24 words."""

@@ -28,6 +28,8 @@ import numpy as np
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+from shared_corpus import CORPUS  # noqa: E402
+
 from skill_assets.lib.common import model_registry as registry  # noqa: E402
 from skill_assets.lib.common.bundled_models import bundled_minilm
 from skill_assets.lib.common.significance import paired_bootstrap  # noqa: E402
@@ -40,7 +42,6 @@ from skill_assets.lib.retrieval.signals import SIGNALS  # noqa: E402
 from skill_assets.lib.retrieval.systems import SystemRun, run_systems  # noqa: E402
 from skill_assets.router.routing import Router, stderr_log  # noqa: E402
 
-CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus" / "github-skills" / "repos"
 HEADLINE = ("hit@1", "ndcg@10", "fc@10", "set_compat")
 DIRECTIONS = ("en2en", "en2zh", "zh2en", "zh2zh")
 

@@ -190,11 +190,11 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(cache)  # a cold start means an empty index cache
     work.mkdir(parents=True, exist_ok=True)
     try:
-        pool, parsed, skipped = corpus_pool(Path(args.corpus), args.pool_size)
+        pool, parsed, rejected = corpus_pool(Path(args.corpus), args.pool_size)
         pool_path = work / "pool.jsonl"
         write_jsonl_pool(pool, pool_path)
         queries = sample_queries(pool, args.queries, args.seed)
-        stderr_log(f"pool: {len(pool)} skills ({parsed} parsed, {skipped} unparsable) -> {pool_path}")
+        stderr_log(f"pool: {len(pool)} skills ({parsed} parsed, {rejected} rejected) -> {pool_path}")
 
         first = asyncio.run(serve_session(pool_path, cache, log_path, queries, args.poll, True, args.max_wait))
         stderr_log(f"first start: first answer at {first['first_answer_s']} s ({first['first_answer_signals']}), "
@@ -212,7 +212,7 @@ def main(argv: list[str] | None = None) -> int:
         import torch
 
         out = {
-            "pool": len(pool), "parsed": parsed, "unparsable": skipped, "cores": len(os.sched_getaffinity(0)),
+            "pool": len(pool), "parsed": parsed, "rejected": rejected, "cores": len(os.sched_getaffinity(0)),
             "first_answer_s": first["first_answer_s"], "first_answer_signals": first["first_answer_signals"],
             "full_hybrid_s": first["full_hybrid_s"],
             "second_start_s": second["first_answer_s"], "second_start_signals": second["first_answer_signals"],

@@ -277,12 +277,12 @@ def main(argv: list[str] | None = None) -> int:
     work.mkdir(parents=True, exist_ok=True)
     proc = None
     try:
-        pool, parsed, skipped = corpus_pool(Path(args.corpus), args.pool_size)
+        pool, parsed, rejected = corpus_pool(Path(args.corpus), args.pool_size)
         pool_path = work / "pool.jsonl"
         write_jsonl_pool(pool, pool_path)
         queries = sample_queries(pool, args.sessions, args.seed)
         port = free_port()
-        out: dict = {"pool": len(pool), "parsed": parsed, "unparsable": skipped,
+        out: dict = {"pool": len(pool), "parsed": parsed, "rejected": rejected,
                      "cores": len(os.sched_getaffinity(0)), "load_at_start": load(),
                      "limits": {"max_query_chars": MAX_QUERY_CHARS, "max_body_bytes": MAX_BODY_BYTES,
                                 "call_seconds": CALL_SECONDS, "concurrent_calls": CONCURRENT_CALLS}}

@@ -3,14 +3,14 @@
     SKILL_ASSETS_DB=data/skill_assets.duckdb .venv/bin/python bench/route_latency.py [--pool-size 10000] [--queries 100]
 
 Reads every SKILL.md of the shared corpus beside the repository (``bench/shared_corpus.py``: the
-router's own pool loader; rejected files are counted), then adds deterministic variants (renamed, body paragraphs rotated) until the pool
-has ``--pool-size`` distinct ids; nothing is copied into the repository. Indexes the pool through
-``Router`` (every index cached under ``--cache-dir``: the first run encodes, reruns are cache hits),
-then times single-query routing: the hybrid path (BM25 + bi-encoder + multilingual encoder, the
-learned fusion and the selection cut; ``--fusion`` or the store's newest ``router_fusion``), the
-bi-encoder alone (embed + exact search) and embed + search + cross-encoder rerank of the top 20;
-then a second start: a fresh ``Router`` over the same pool and cache (index load + first request);
-then ``per_query_metrics`` on 10,000 random depth-50 rankings over the pool.
+router's own pool loader; rejected files are counted), then adds deterministic variants (renamed, body
+paragraphs rotated) until the pool has ``--pool-size`` distinct ids; nothing is copied into the
+repository. Indexes the pool through ``Router`` (every index cached under ``--cache-dir``: the first run
+encodes, reruns are cache hits), then times single-query routing: the hybrid path (BM25 + bi-encoder +
+multilingual encoder, the learned fusion and the selection cut; ``--fusion`` or the store's newest
+``router_fusion``), the bi-encoder alone (embed + exact search) and embed + search + cross-encoder
+rerank of the top 20; then a second start: a fresh ``Router`` over the same pool and cache (index load +
+first request); then ``per_query_metrics`` on 10,000 random depth-50 rankings over the pool.
 The last stdout line is one JSON object with the figures.
 """
 from __future__ import annotations
@@ -88,8 +88,8 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
 
     t0 = time.perf_counter()
-    pool, parsed, skipped = corpus_pool(Path(args.corpus), args.pool_size)
-    stderr_log(f"pool: {len(pool)} skills ({parsed} parsed, {skipped} unparsable skipped) "
+    pool, parsed, rejected = corpus_pool(Path(args.corpus), args.pool_size)
+    stderr_log(f"pool: {len(pool)} skills ({parsed} parsed, {rejected} rejected) "
                f"in {time.perf_counter() - t0:.1f}s")
 
     embedder = args.embedder or bundled_minilm()

@@ -7,7 +7,8 @@ from skill_assets.lib.evaluation.curated_benchmark import CURATED_DIR, REQUESTS
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "curated_eval.py"
 
 
-def test_curated_eval_config_selects_the_router_fusion_on_the_curated_requests(tmp_path):
+def test_curated_eval_config_selects_the_router_fusion_on_the_curated_requests(tmp_path, monkeypatch):
+    monkeypatch.syspath_prepend(str(BENCH.parent))  # as `python bench/curated_eval.py` has it: its siblings import
     spec = importlib.util.spec_from_file_location("curated_eval", BENCH)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)  # its imports resolve (a wrong one once broke the bench at the end of setup)

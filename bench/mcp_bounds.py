@@ -43,8 +43,9 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 from first_answer import call, load, write_jsonl_pool  # noqa: E402
 from results_doc import write_section  # noqa: E402
 from route_latency import sample_queries  # noqa: E402
-from shared_corpus import CORPUS, corpus_pool  # noqa: E402
+from shared_corpus import add_pool_arguments, corpus_pool  # noqa: E402
 
+from skill_assets.lib.common.processes import read_stat  # noqa: E402
 from skill_assets.router.routing import stderr_log  # noqa: E402
 from skill_assets.router.serve import CALL_SECONDS, CONCURRENT_CALLS, MAX_BODY_BYTES, MAX_QUERY_CHARS  # noqa: E402
 
@@ -61,8 +62,10 @@ class ServerProcess:
         self.pid = pid
 
     def cpu_s(self) -> float:
-        fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS  # utime + stime, every thread
+        stat = read_stat(self.pid)
+        if stat is None:
+            raise RuntimeError(f"the server (pid {self.pid}) has exited")
+        return (int(stat[1][11]) + int(stat[1][12])) / CLOCK_TICKS  # utime + stime, every thread
 
     def _status_mb(self, key: str) -> float:
         for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
@@ -261,8 +264,7 @@ def table(out: dict) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--corpus", default=str(CORPUS))
-    ap.add_argument("--pool-size", type=int, default=10_000)
+    add_pool_arguments(ap)
     ap.add_argument("--sessions", type=int, default=240, help="concurrent sessions, one request each")
     ap.add_argument("--abandoned", type=int, default=8, help="clients that send the longest request and leave")
     ap.add_argument("--disconnect-after", type=float, default=1.0, help="seconds before those clients leave")

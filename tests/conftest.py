@@ -4,6 +4,8 @@ from pathlib import Path
 
 import pytest
 
+from skill_assets.lib.common.processes import live_stats
+
 pytest_plugins = ["fault_server"]  # the fault-injecting OpenAI-compatible server fixture
 
 REPO = Path(__file__).resolve().parent.parent
@@ -21,24 +23,16 @@ def shared_corpus() -> Path:
 
 def _live_descendants(root: int) -> list[str]:
     """``pid command`` of every live process below ``root`` (children, grandchildren, ...), from ``/proc``."""
+    stats = live_stats()
     children: dict[int, list[int]] = {}
-    names: dict[int, str] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            text = stat.read_text()
-        except OSError:
-            continue
-        name, rest = text.split(" (", 1)[1].rsplit(")", 1)
-        state, ppid = rest.split()[:2]
-        if state != "Z":
-            children.setdefault(int(ppid), []).append(int(stat.parent.name))
-            names[int(stat.parent.name)] = name
+    for pid, (_, fields) in stats.items():
+        children.setdefault(int(fields[1]), []).append(pid)
     found, todo = [], list(children.get(root, []))
     while todo:
         pid = todo.pop()
         todo += children.get(pid, [])
         if not _interpreter_helper(pid):
-            found.append(f"{pid} {names[pid]}")
+            found.append(f"{pid} {stats[pid][0]}")
     return found
 
 

@@ -14,12 +14,31 @@ import time
 from pathlib import Path
 
 
-def _start_time(pid: int) -> str | None:
+def read_stat(pid: int) -> tuple[str, list[str]] | None:
+    """(command name, the fields after it) of ``/proc/<pid>/stat``, or None once the process has ended (or where
+    there is no /proc). The fields start with the state, ppid and pgrp (``man 5 proc`` fields 3, 4, 5); the name
+    sits in parentheses and may itself hold spaces or ')', so the fields are split after its last ')'."""
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
+        text = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return None
-    return stat.rsplit(")", 1)[1].split()[19]  # field 22 (starttime), counted after the command name
+    name, rest = text.split("(", 1)[1].rsplit(")", 1)
+    return name, rest.split()
+
+
+def live_stats() -> dict[int, tuple[str, list[str]]]:
+    """``read_stat`` of every process in ``/proc`` that is not a zombie, by pid."""
+    stats = {}
+    for entry in Path("/proc").glob("[0-9]*"):
+        stat = read_stat(int(entry.name))
+        if stat is not None and stat[1][0] != "Z":
+            stats[int(entry.name)] = stat
+    return stats
+
+
+def _start_time(pid: int) -> str | None:
+    stat = read_stat(pid)
+    return stat[1][19] if stat else None  # field 22 (starttime), counted after the command name
 
 
 def process_token(pid: int | None = None) -> str:
@@ -47,15 +66,7 @@ def token_alive(token: str) -> bool:
 
 def group_members(pgid: int) -> list[int]:
     """Pids of the live (not zombie) processes in process group ``pgid``, read from ``/proc``."""
-    members = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[2]) == pgid and fields[0] != "Z":
-            members.append(int(stat.parent.name))
-    return members
+    return [pid for pid, (_, fields) in live_stats().items() if int(fields[2]) == pgid]
 
 
 def stop_process_group(proc: subprocess.Popen, grace_s: float = 10.0) -> None:

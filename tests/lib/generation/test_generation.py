@@ -21,6 +21,7 @@ import openai
 import pytest
 
 from skill_assets.defs.resources import LOCAL_SERVER
+from skill_assets.lib.common.processes import live_stats
 from skill_assets.lib.generation.fault_server import FaultServer, prompt_hash, synthetic_items
 from skill_assets.lib.generation.llm_client import GenerationLimits, LLMResponse, SamplingParams, request_key
 from skill_assets.lib.generation.local_llm_server import free_port
@@ -317,10 +318,10 @@ def test_real_local_llama_cpp_server(tmp_path):
 def _child_command_lines() -> list[list[str]]:
     """The command lines of this process's children, from ``/proc``."""
     found = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == os.getpid():
-                found.append((stat.parent / "cmdline").read_bytes().decode().split("\0")[:-1])
-        except (OSError, ValueError, IndexError):
-            continue  # the process ended while being read
+    for pid, (_, fields) in live_stats().items():
+        if int(fields[1]) == os.getpid():
+            try:
+                found.append(Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")[:-1])
+            except OSError:
+                continue  # the process ended while being read
     return found

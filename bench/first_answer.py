@@ -41,7 +41,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from results_doc import write_section  # noqa: E402
 from route_latency import latencies_ms, sample_queries  # noqa: E402
-from shared_corpus import CORPUS, corpus_pool  # noqa: E402
+from shared_corpus import add_pool_arguments, corpus_pool  # noqa: E402
 
 from skill_assets.lib.retrieval.signals import SIGNALS  # noqa: E402
 from skill_assets.router.routing import Router, stderr_log  # noqa: E402
@@ -171,8 +171,7 @@ def table(out: dict) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--corpus", default=str(CORPUS))
-    ap.add_argument("--pool-size", type=int, default=10_000)
+    add_pool_arguments(ap)
     ap.add_argument("--queries", type=int, default=100)
     ap.add_argument("--poll", type=float, default=2.0, help="seconds between calls while the build runs")
     ap.add_argument("--second-poll", type=float, default=0.5, help="the same at the second start")

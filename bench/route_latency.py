@@ -27,7 +27,7 @@ import numpy as np
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from shared_corpus import CORPUS, corpus_pool  # noqa: E402
+from shared_corpus import add_pool_arguments, corpus_pool  # noqa: E402
 
 from skill_assets.lib.common import model_registry as registry  # noqa: E402
 from skill_assets.lib.common.bundled_models import bundled_minilm  # noqa: E402
@@ -64,8 +64,7 @@ def latencies_ms(fn, queries: list[str], warmup: int = 3) -> np.ndarray:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--corpus", default=str(CORPUS))
-    ap.add_argument("--pool-size", type=int, default=10_000)
+    add_pool_arguments(ap)
     ap.add_argument("--queries", type=int, default=100)
     ap.add_argument("--embedder", default=None, help="default: bundled MiniLM")
     ap.add_argument("--reranker", default=None,

@@ -6,12 +6,19 @@ have; nothing is copied into the repository.
 """
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 
 from skill_assets.lib.retrieval.pools import Skill, load_pool
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "github-skills" / "repos"
+
+
+def add_pool_arguments(ap: argparse.ArgumentParser) -> None:
+    """``--corpus`` and ``--pool-size``, as every bench over the padded pool takes them (``corpus_pool``)."""
+    ap.add_argument("--corpus", default=str(CORPUS), help="folder of SKILL.md files (default: the shared corpus)")
+    ap.add_argument("--pool-size", type=int, default=10_000, help="skills in the pool, padded with variants")
 
 
 def corpus_pool(corpus: Path, size: int) -> tuple[list[Skill], int, int]:

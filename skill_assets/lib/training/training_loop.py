@@ -86,8 +86,8 @@ def run_training(model: torch.nn.Module, batches: list, loss_for_batch: Callable
     start = 0
     best: dict | None = None  # {"score", "step", "state"} of the best evaluated weights
     dev_scores: list[tuple[int, float]] = []
-    if checkpoint_path.exists():
-        state = torch.load(checkpoint_path, map_location="cpu", weights_only=False)
+    state = load_checkpoint(checkpoint_path, log)
+    if state is not None:
         if state.get("fingerprint") == fingerprint:
             model.load_state_dict(state["model"])
             optimizer.load_state_dict(state["optimizer"])
@@ -134,6 +134,28 @@ def run_training(model: torch.nn.Module, batches: list, loss_for_batch: Callable
     model.eval()
     return TrainingOutcome(len(batches), start, losses, time.perf_counter() - started, dev_scores,
                            best["step"] if best is not None else None)
+
+
+def load_checkpoint(path: Path, log: Callable[[str], None] = lambda _: None) -> dict | None:
+    """The checkpoint at ``path`` read as data only, or None (no file, or one refused with a log line).
+
+    A checkpoint is a file beside a model folder that anyone who can write there controls, and an
+    unrestricted unpickle runs whatever code the file names. ``weights_only=True`` admits tensors,
+    numbers, strings and plain containers, which is all ``_save_checkpoint`` writes; anything else is
+    refused and training starts over rather than running it.
+    """
+    if not path.exists():
+        return None
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:  # a hostile pickle, a torn write, a foreign file: none is worth resuming from
+        first_line = (str(exc).splitlines() or [""])[0][:200]
+        log(f"checkpoint {path.name} refused ({type(exc).__name__}: {first_line}); training starts from step 0")
+        return None
+    if not isinstance(state, dict):
+        log(f"checkpoint {path.name} refused (not a checkpoint dictionary); training starts from step 0")
+        return None
+    return state
 
 
 def _save_checkpoint(path: Path, state: dict) -> None:

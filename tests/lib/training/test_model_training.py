@@ -172,3 +172,43 @@ def test_mined_negatives_exclude_ground_truth_and_feed_the_variants():
     assert variant_negatives(EMBEDDER_VARIANTS["r3"], QUERIES, r3, SKILLS) == r3
     with pytest.raises(ValueError, match="mining rule"):
         mine_negatives("random", QUERIES, SKILLS, teacher)
+
+
+class _RunsCode:
+    """A pickle payload that, unpickled without restriction, writes a marker file: what a crafted checkpoint does."""
+
+    def __init__(self, marker: str) -> None:
+        self.marker = marker
+
+    def __reduce__(self):
+        return (exec, (f"open({self.marker!r}, 'w').write('ran')",))
+
+
+def test_a_crafted_checkpoint_beside_a_model_runs_no_code_and_training_starts_over(tmp_path):
+    import pickle
+
+    marker = tmp_path / "code_ran"
+    ckpt = tmp_path / "model.checkpoint.pt"
+    ckpt.write_bytes(pickle.dumps({"fingerprint": "fp", "step": 4, "payload": _RunsCode(str(marker))}))
+    torch.manual_seed(0)
+    model = torch.nn.Linear(4, 1)
+    lines: list[str] = []
+    outcome = run_training(model, [torch.randn(8, 4) for _ in range(3)], lambda b: model(b).pow(2).mean(),
+                           OptimConfig(checkpoint_every=100), ckpt, "fp", log=lines.append)
+    assert not marker.exists()
+    assert outcome.resumed_from_step == 0 and outcome.steps == 3
+    assert any(line.startswith("checkpoint model.checkpoint.pt refused") for line in lines)
+
+
+def test_a_real_checkpoint_still_resumes_under_the_data_only_loader(tmp_path):
+    """The checkpoint the loop writes (optimiser, scheduler and best weights included) loads with weights_only."""
+    from skill_assets.lib.training.training_loop import load_checkpoint
+
+    torch.manual_seed(0)
+    model = torch.nn.Linear(4, 1)
+    batches = [torch.randn(8, 4) for _ in range(5)]
+    ckpt = tmp_path / "run.checkpoint.pt"
+    run_training(model, batches, lambda b: model(b).pow(2).mean(), OptimConfig(checkpoint_every=2), ckpt, "fp",
+                 evaluate=lambda: 0.5, eval_every=2)
+    state = load_checkpoint(ckpt)
+    assert state is not None and state["step"] == 4 and state["best"]["step"] == 0

@@ -23,6 +23,7 @@ from pathlib import Path
 from skill_assets.lib.common.cache_files import atomic_output
 from skill_assets.lib.common.encoder_backends import BACKENDS
 from skill_assets.lib.common.jsonl import JsonlError, json_objects
+from skill_assets.lib.retrieval.model_files import ModelFileError
 
 MAX_REJECTED_SHOWN = 20
 #: ``--ready``: answer from the lexical index as soon as it exists, or once every index is built
@@ -127,7 +128,7 @@ def run_serve(args: argparse.Namespace) -> int:
         if args.transport == "http":
             check_port(args.port)
         router, build = open_router(args, background=True)
-    except (RouteInputError, FileNotFoundError) as exc:
+    except (RouteInputError, FileNotFoundError, ModelFileError) as exc:
         print(f"skill-assets serve: error: {exc}", file=sys.stderr)
         return 2
     where = "stdio" if args.transport == "stdio" else f"http://127.0.0.1:{args.port}/mcp"
@@ -231,7 +232,7 @@ def run_route(args: argparse.Namespace) -> int:
         if not args.queries and not args.query.strip():
             raise RouteInputError("--query is empty")
         router, _ = open_router(args)
-    except (RouteInputError, FileNotFoundError) as exc:
+    except (RouteInputError, FileNotFoundError, ModelFileError) as exc:
         print(f"skill-assets route: error: {exc}", file=sys.stderr)
         return 2
     t0 = time.perf_counter()

@@ -1,5 +1,6 @@
 """Fusion training and selection on a toy bilingual benchmark, through the real router signals
 (BM25, the bundled MiniLM, USE multilingual v3) on real SKILL.md files."""
+import json
 import os
 
 import numpy as np
@@ -66,7 +67,7 @@ def test_saved_model_loads_back_and_routes_with_signals_and_selection(toy):
         (r.skill_id, r.score) for r in routed.ranking]
 
 
-def test_selection_cut_loads_the_count_with_the_best_predicted_f1_skips_copies_and_scores_groups_once():
+def test_selection_cut_loads_the_count_with_the_best_predicted_f1_skips_copies_and_scores_groups_once(tmp_path):
     # predicted F1 of loading n: n=1 → 0.5, n=2 → 0.5 + p_2 (the second skill's calibrated probability), n=3 → 0.2
     p_2 = FEATURES.index("p_2")
     coef = ((0.0,) * len(FEATURES), tuple(1.0 if i == p_2 else 0.0 for i in range(len(FEATURES))),
@@ -81,15 +82,19 @@ def test_selection_cut_loads_the_count_with_the_best_predicted_f1_skips_copies_a
     assert weak.select(["a", "c", "d"], [3.0, -3.0, -4.0], similarity, "q") == ["a"]
     assert cut.select(["a", "b", "c"], [3.0, 2.9, 1.0], similarity, "q", cap=1) == ["a"]
     assert SelectionCut().select(["a", "c"], [1.0, 0.9], similarity, "q") == ["a"]   # unfitted: the first alone
-    assert SelectionCut.from_dict(cut.as_dict()) == cut
+    saved = tmp_path / "selection.json"
+    saved.write_text(json.dumps(cut.as_dict()))
+    assert SelectionCut.load(saved) == cut
     assert set_scores(["a", "c"], [["a", "b"], ["c"]]) == (1.0, 1.0)
     assert set_scores(["a", "b"], [["a", "b"], ["c"]]) == (0.0, 0.5)   # a second copy is a wrong pick
     assert set_scores(["x"], [["a"]]) == (0.0, 0.0)
 
 
-def test_an_old_threshold_selection_file_is_a_clear_error():
+def test_an_old_threshold_selection_file_is_a_clear_error(tmp_path):
+    old = tmp_path / "selection.json"
+    old.write_text(json.dumps({"a": 1.0, "b": 0.0, "weights": [1.0], "intercept": 0.0, "threshold": 0.5}))
     with pytest.raises(ValueError, match="materialize router_fusion again"):
-        SelectionCut.from_dict({"a": 1.0, "b": 0.0, "weights": [1.0], "intercept": 0.0, "threshold": 0.5})
+        SelectionCut.load(old)
 
 
 def test_fit_cut_learns_to_load_two_skills_when_train_requests_need_them():

@@ -28,12 +28,18 @@ from pathlib import Path
 import numpy as np
 
 from skill_assets.lib.common.language import DIRECTIONS, detect_language, script_counts
+from skill_assets.lib.retrieval.model_files import (ModelFileError, checked_booster_text, number_list,
+                                                    read_json_object)
 from skill_assets.lib.retrieval.ranking import top_rows
+from skill_assets.lib.retrieval.signals import SIGNALS
 
 PAIRS = tuple(DIRECTIONS)  # "<skill language>2<query language>"
 DEFAULT_DEPTH = 50
 MODEL_FILE = "fusion.json"
 BOOSTER_FILE = "lambdarank.txt"
+KINDS = ("linear", "lambdarank")
+#: candidates per signal a saved model may ask for: beyond this a damaged depth only costs time
+MAX_DEPTH = 1000
 
 
 def pair_index(skill_language: str, query_language: str) -> int:
@@ -135,6 +141,12 @@ def _linear_design(c: Candidates) -> np.ndarray:
     return np.hstack([c.features, cross * c.features, cross, skill_zh, query_zh])
 
 
+def design_width(kind: str, signals: Sequence[str]) -> int:
+    """Columns of ``kind``'s design matrix over ``signals``: what a saved model's weights or splits must fit."""
+    f = len(feature_names(signals))
+    return 2 * f + 3 if kind == "linear" else f + 3
+
+
 def _tree_design(c: Candidates) -> np.ndarray:
     cross, skill_zh, query_zh = _language_flags(c)
     return np.hstack([c.features, query_zh, skill_zh, cross])
@@ -152,15 +164,16 @@ class FusionModel:
     intercept: float = 0.0
     booster: object | None = None       # lambdarank: lightgbm.Booster
     card: dict = field(default_factory=dict)
-    booster_file: Path | None = field(default=None, repr=False, compare=False)  # read on first use (``ready``)
+    #: a saved booster's checked text (``model_files.checked_booster_text``), made a Booster on first use (``ready``)
+    booster_text: str | None = field(default=None, repr=False, compare=False)
 
     def ready(self) -> FusionModel:
         """Load a saved LambdaRank booster: importing lightgbm takes seconds (sklearn with it), which an answer
         that needs no booster (BM25's lexical path while the other indexes build) should not wait for."""
-        if self.booster is None and self.booster_file is not None:
+        if self.booster is None and self.booster_text is not None:
             import lightgbm
 
-            self.booster = lightgbm.Booster(model_file=str(self.booster_file))
+            self.booster = lightgbm.Booster(model_str=self.booster_text)
         return self
 
     def score(self, c: Candidates) -> np.ndarray:
@@ -197,16 +210,32 @@ class FusionModel:
 
     @classmethod
     def load(cls, directory: str | Path) -> FusionModel:
+        """The model saved in ``directory``, every field checked (``model_files``): ModelFileError, in one line, for a
+        damaged or foreign folder, before LightGBM or the router sees any of it."""
         directory = Path(directory)
-        body = json.loads((directory / MODEL_FILE).read_text())
+        where = directory / MODEL_FILE
+        body = read_json_object(where)
         if body.get("feature_set", 1) != FEATURE_SET:
-            raise ValueError(f"fusion model {directory} was fitted on feature set {body.get('feature_set', 1)}, this "
-                             f"code computes set {FEATURE_SET}: materialize router_fusion again")
-        booster_file = directory / BOOSTER_FILE if body["kind"] == "lambdarank" else None
-        if booster_file is not None and not booster_file.is_file():
-            raise FileNotFoundError(f"fusion model {directory} is a lambdarank without its {BOOSTER_FILE}")
-        return cls(body["kind"], tuple(body["signals"]), body["depth"], body["params"], body["coef"],
-                   body["intercept"], None, body["card"], booster_file)
+            raise ModelFileError(f"fusion model {directory} was fitted on feature set {body.get('feature_set', 1)}, "
+                                 f"this code computes set {FEATURE_SET}: materialize router_fusion again")
+        kind, signals, depth = body.get("kind"), body.get("signals"), body.get("depth")
+        if kind not in KINDS:
+            raise ModelFileError(f"{where}: kind {str(kind)[:40]!r} is not one of {', '.join(KINDS)}")
+        if (not isinstance(signals, list) or not signals or len(set(map(str, signals))) != len(signals)
+                or not set(signals) <= set(SIGNALS)):
+            raise ModelFileError(f"{where}: signals must be distinct names out of {', '.join(SIGNALS)}")
+        if not isinstance(depth, int) or isinstance(depth, bool) or not 1 <= depth <= MAX_DEPTH:
+            raise ModelFileError(f"{where}: depth must be an integer from 1 to {MAX_DEPTH}")
+        params, card = body.get("params", {}), body.get("card", {})
+        if not isinstance(params, dict) or not isinstance(card, dict):
+            raise ModelFileError(f"{where}: params and card must be JSON objects")
+        width = design_width(kind, signals)
+        if kind == "linear":
+            coef = number_list(where, "coef", body.get("coef"), width)
+            (intercept,) = number_list(where, "intercept", [body.get("intercept")])
+            return cls(kind, tuple(signals), depth, params, coef, intercept, None, card)
+        text = checked_booster_text(directory / BOOSTER_FILE, width)
+        return cls(kind, tuple(signals), depth, params, None, 0.0, None, card, text)
 
 
 def fit_linear(train: Sequence[Candidates], labels: Sequence[np.ndarray], signals: Sequence[str], c_reg: float,

@@ -132,4 +132,4 @@ def load_router_model(directory: str | Path) -> tuple[FusionModel, SelectionCut 
     if not directory.is_dir():
         raise FileNotFoundError(f"fusion model folder {directory} does not exist")
     cut = directory / SELECTION_FILE
-    return FusionModel.load(directory), (SelectionCut.from_dict(json.loads(cut.read_text())) if cut.is_file() else None)
+    return FusionModel.load(directory), (SelectionCut.load(cut) if cut.is_file() else None)

@@ -22,10 +22,15 @@ import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 import numpy as np
 
+from skill_assets.lib.retrieval.model_files import ModelFileError, number_list, read_json_object
+
 DEFAULT_CAP = 3
+#: the most skills a saved cut may select: long tasks need up to six; more is a damaged file
+MAX_CAP = 10
 COPY_COSINE = 0.97
 _SENTENCE = re.compile(r"[.!?。！？；;\n]+")
 FEATURES = ("log_chars", "log_sentences", "p_1", "p_2", "p_3", "cos_1_2", "cos_1_3", "cos_2_3", "gap_1_2",
@@ -104,13 +109,31 @@ class SelectionCut:
                 "intercepts": list(self.intercepts), "features": list(FEATURES)}
 
     @classmethod
-    def from_dict(cls, body: dict) -> SelectionCut:
+    def load(cls, path: Path) -> SelectionCut:
+        """The cut saved at ``path``, every field checked against what ``select`` computes with (one
+        ``ModelFileError`` line naming the file for a damaged or foreign one)."""
+        body = read_json_object(path)
         if "coef" not in body:
-            raise ValueError("selection.json is from an older router (a keep threshold, not predicted set F1): "
-                             "materialize router_fusion again")
-        tuples = {"mean", "scale", "intercepts"}
-        return cls(**{k: (tuple(tuple(r) for r in v) if k == "coef" else tuple(v) if k in tuples else v)
-                      for k, v in body.items() if k != "features"})
+            raise ModelFileError(f"{path}: from an older router (a keep threshold, not predicted set F1): materialize "
+                                 "router_fusion again")
+        if body.get("features", list(FEATURES)) != list(FEATURES):
+            raise ModelFileError(f"{path}: fitted on other features than this code computes ({', '.join(FEATURES)})")
+        n = len(FEATURES)
+        rows = body["coef"] if isinstance(body["coef"], list) else None
+        if not rows or len(rows) > MAX_CAP:
+            raise ModelFileError(f"{path}: coef must hold 1 to {MAX_CAP} rows")
+        coef = tuple(tuple(number_list(path, "coef", row, n)) for row in rows)
+        scale = number_list(path, "scale", body.get("scale"), n)
+        if any(v == 0 for v in scale):
+            raise ModelFileError(f"{path}: scale holds a zero")
+        cap, alpha = body.get("cap", DEFAULT_CAP), body.get("alpha")
+        if not isinstance(cap, int) or isinstance(cap, bool) or not 1 <= cap <= MAX_CAP:
+            raise ModelFileError(f"{path}: cap must be an integer from 1 to {MAX_CAP}")
+        a, b, copy_cosine = number_list(path, "a, b, copy_cosine",
+                                        [body.get("a"), body.get("b"), body.get("copy_cosine", COPY_COSINE)])
+        return cls(a, b, tuple(number_list(path, "mean", body.get("mean"), n)), tuple(scale), coef,
+                   tuple(number_list(path, "intercepts", body.get("intercepts"), len(coef))),
+                   None if alpha is None else number_list(path, "alpha", [alpha])[0], cap, copy_cosine)
 
 
 def set_scores(selected: Sequence[str], groups: Sequence[Sequence[str]]) -> tuple[float, float]:

@@ -1,0 +1,121 @@
+"""Damaged and hostile router model folders: refused in one line, in the same process, before LightGBM reads them.
+
+Each case starts from a copy of the shipped router folder and breaks one file the way a torn copy
+or an attacker would. Before the checks, ``route --fusion`` died with SIGSEGV (a truncated booster),
+SIGABRT (a split on feature 999999), spun at 100 % CPU (a node pointing to itself) or printed a
+traceback (a truncated card, an unknown kind, a bad lexical folder). Each runs as a real
+``skill-assets route`` subprocess, so a crash shows as a signal exit, not a passing test.
+"""
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from skill_assets.lib.retrieval.defaults import SHIPPED_DIR
+from skill_assets.lib.retrieval.fusion import BOOSTER_FILE, MODEL_FILE, FusionModel
+from skill_assets.lib.retrieval.model_files import ModelFileError, checked_booster_text
+
+pytestmark = pytest.mark.timeout(600)
+
+
+def _booster(folder: Path) -> Path:
+    return folder / BOOSTER_FILE
+
+
+def truncated_booster(folder: Path) -> None:
+    text = _booster(folder).read_text()
+    _booster(folder).write_text(text[: len(text) // 3])
+
+
+def split_on_a_missing_feature(folder: Path) -> None:
+    text = _booster(folder).read_text()
+    _booster(folder).write_text(re.sub(r"(?m)^split_feature=\d+", "split_feature=999999", text, count=1))
+
+
+def node_pointing_to_itself(folder: Path) -> None:
+    text = _booster(folder).read_text()
+    _booster(folder).write_text(re.sub(r"(?m)^left_child=\S+", "left_child=0", text, count=1))
+
+
+def leaf_used_twice(folder: Path) -> None:
+    text = _booster(folder).read_text()
+    _booster(folder).write_text(re.sub(r"(?m)^right_child=(\S+) (\S+)", r"right_child=\1 -1", text, count=1))
+
+
+def lying_tree_sizes(folder: Path) -> None:
+    text = _booster(folder).read_text()
+    _booster(folder).write_text(re.sub(r"(?m)^tree_sizes=.*$", "tree_sizes=" + " ".join(["99999999"] * 300), text))
+
+
+def truncated_card(folder: Path) -> None:
+    text = (folder / MODEL_FILE).read_text()
+    (folder / MODEL_FILE).write_text(text[: len(text) // 2])
+
+
+def unknown_kind(folder: Path) -> None:
+    body = json.loads((folder / MODEL_FILE).read_text())
+    (folder / MODEL_FILE).write_text(json.dumps({**body, "kind": "perceptron"}))
+
+
+def bad_lexical_folder(folder: Path) -> None:
+    (folder / "lexical" / MODEL_FILE).write_text('{"kind": "linear", "feature_set": 3, "signals": ["bm25"], '
+                                                 '"depth": 50, "coef": [1.0, "x"], "intercept": 0}')
+
+
+def damaged_selection(folder: Path) -> None:
+    body = json.loads((folder / "selection.json").read_text())
+    (folder / "selection.json").write_text(json.dumps({**body, "coef": [[1.0, 2.0]]}))
+
+
+CASES = {f.__name__: f for f in (truncated_booster, split_on_a_missing_feature, node_pointing_to_itself,
+                                  leaf_used_twice, truncated_card, unknown_kind, bad_lexical_folder,
+                                  damaged_selection)}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_a_damaged_router_folder_is_refused_in_one_line(case, tmp_path):
+    folder = tmp_path / "router"
+    shutil.copytree(SHIPPED_DIR, folder)
+    CASES[case](folder)
+    pool = tmp_path / "pool" / "one"
+    pool.mkdir(parents=True)
+    (pool / "SKILL.md").write_text("---\nname: one\ndescription: a skill\n---\nbody\n")
+    done = subprocess.run([sys.executable, "-m", "skill_assets.router.cli", "route", "--pool", str(pool.parent),
+                           "--query", "anything", "--fusion", str(folder), "--cache-dir", str(tmp_path / "cache")],
+                          capture_output=True, text=True, timeout=1800)
+    assert done.returncode == 2, (done.returncode, done.stderr[-2000:])
+    errors = [line for line in done.stderr.splitlines() if line.startswith("skill-assets route: error:")]
+    assert len(errors) == 1 and "Traceback" not in done.stderr
+    assert str(folder) in errors[0]
+
+
+def test_the_shipped_booster_passes_and_predicts_as_lightgbm_reads_the_file():
+    import lightgbm
+
+    model = FusionModel.load(SHIPPED_DIR).ready()
+    direct = lightgbm.Booster(model_file=str(_booster(SHIPPED_DIR)))
+    x = np.random.default_rng(0).normal(size=(64, direct.num_feature())).astype(np.float32)
+    assert np.array_equal(model.booster.predict(x, num_threads=1), direct.predict(x, num_threads=1))
+
+
+def test_stored_tree_offsets_are_never_what_lightgbm_jumps_by(tmp_path):
+    """``tree_sizes`` (byte offsets LightGBM seeks by) is dropped before LightGBM reads the text: a lying one
+    changes nothing, where it could send the native reader past the end of the buffer."""
+    folder = tmp_path / "router"
+    shutil.copytree(SHIPPED_DIR, folder)
+    lying_tree_sizes(folder)
+    model, shipped = FusionModel.load(folder).ready(), FusionModel.load(SHIPPED_DIR).ready()
+    x = np.random.default_rng(1).normal(size=(32, shipped.booster.num_feature())).astype(np.float32)
+    assert np.array_equal(model.booster.predict(x, num_threads=1), shipped.booster.predict(x, num_threads=1))
+
+
+def test_a_booster_over_other_features_is_refused(tmp_path):
+    with pytest.raises(ModelFileError, match="max_feature_idx"):
+        checked_booster_text(_booster(SHIPPED_DIR), 12)

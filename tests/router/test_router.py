@@ -242,7 +242,8 @@ def test_cli_rejects_a_reranker_length_too_short_to_hold_a_pair(pool_dir, minilm
     assert rc == 2 and "--rerank-max-length must be >= 16" in capsys.readouterr().err
 
 
-def _fusion_row(db, path, adopted: bool, reason: str, reranker=None, reranker_adopted=None, reranker_reason=None):
+def _fusion_row(db, path, adopted: bool, reason: str, reranker=None, reranker_adopted=None, reranker_reason=None,
+                **evidence):
     from skill_assets.lib.common import store
     from skill_assets.lib.common.tables import frame
 
@@ -250,21 +251,26 @@ def _fusion_row(db, path, adopted: bool, reason: str, reranker=None, reranker_ad
         "path": str(path), "kind": "linear", "data_source": "toy", "train_requests": 6, "dev_requests": 0,
         "pool_skills": 3, "embedder": bundled_minilm(), "adopted": adopted, "adoption_reason": reason,
         "reranker_path": str(reranker) if reranker else None, "reranker_adopted": reranker_adopted,
-        "reranker_reason": reranker_reason, "trained_at": datetime.now(UTC)}]), "path")
+        "reranker_reason": reranker_reason, "trained_at": datetime.now(UTC), **evidence}]), "path")
+
+
+def _bm25_fusion(folder):
+    from skill_assets.lib.retrieval.fusion import FusionModel, design_width
+
+    return FusionModel("linear", ("bm25",), coef=[1.0] + [0.0] * (design_width("linear", ("bm25",)) - 1)).save(folder)
 
 
 def test_a_store_fusion_fitted_on_too_few_requests_is_refused_and_route_says_why(tmp_path):
-    from skill_assets.lib.retrieval.adoption import judge
+    from skill_assets.lib.retrieval.adoption_rule import judge
     from skill_assets.lib.retrieval.defaults import SHIPPED_DIR
-    from skill_assets.lib.retrieval.fusion import FusionModel
 
     db, fusion, rr = tmp_path / "store.duckdb", tmp_path / "models" / "fusion", tmp_path / "models" / "reranker"
-    FusionModel("linear", ("bm25",), coef=[1.0]).save(fusion)
+    _bm25_fusion(fusion)
     rr.mkdir(parents=True)
     verdict = judge("the store's fusion", 6, 0, False)
     assert not verdict.adopt and verdict.reason == "the store's fusion fitted on 6 requests, needs 100"
     reranker_verdict = judge("the store's reranker", 9, 0, False)
-    _fusion_row(db, fusion, False, verdict.reason, rr, False, reranker_verdict.reason)
+    _fusion_row(db, fusion, False, verdict.reason, rr, False, reranker_verdict.reason, reranker_train_requests=9)
     said: list[str] = []
     r = Router.from_store(db_path=db, log=said.append)
     assert r.fusion.signals != ("bm25",) and r.reranker_path is None
@@ -275,15 +281,23 @@ def test_a_store_fusion_fitted_on_too_few_requests_is_refused_and_route_says_why
     assert Router.from_store(db_path=db, reranker=str(rr)).reranker_path == str(rr)
 
 
+def _passing_evidence(fusion, rr) -> dict:
+    from skill_assets.lib.retrieval.adoption_rule import folder_digest
+
+    return {"train_requests": 120, "dev_requests": 60, "dev_delta_vs_default": 0.04,
+            "fusion_digest": folder_digest(fusion), "reranker_train_requests": 300, "reranker_dev_delta": 0.02,
+            "reranker_digest": folder_digest(rr)}
+
+
 def test_a_store_fusion_and_reranker_that_pass_the_rule_are_taken(tmp_path):
     import numpy as np
 
-    from skill_assets.lib.retrieval.adoption import judge
-    from skill_assets.lib.retrieval.fusion import FusionModel
+    from skill_assets.lib.retrieval.adoption_rule import judge
 
     db, fusion, rr = tmp_path / "store.duckdb", tmp_path / "models" / "fusion", tmp_path / "models" / "reranker"
-    FusionModel("linear", ("bm25",), coef=[1.0]).save(fusion)
+    _bm25_fusion(fusion)
     rr.mkdir(parents=True)
+    (rr / "config.json").write_text("{}")
     rng = np.random.default_rng(0)
     default = rng.uniform(0, 1, 60)
     better = judge("the store's fusion", 120, 60, True, lambda: (np.clip(default + 0.1, 0, 1), default))
@@ -292,9 +306,48 @@ def test_a_store_fusion_and_reranker_that_pass_the_rule_are_taken(tmp_path):
     assert not worse.adopt and "does not beat the default" in worse.reason
     assert not judge("x", 120, 49, True, lambda: (default, default)).adopt  # dev too small: never scored
     assert not judge("x", 120, 60, False).adopt  # dev not disjoint from train
-    _fusion_row(db, fusion, True, better.reason, rr, True, "the store's reranker beats the default")
+    _fusion_row(db, fusion, True, better.reason, rr, True, "the store's reranker beats the default",
+                **_passing_evidence(fusion, rr))
     r = Router.from_store(db_path=db)
     assert r.fusion.signals == ("bm25",) and r.reranker_path == str(rr)
+
+
+@pytest.mark.parametrize("forged", ["flag_over_6_train_0_dev", "path_elsewhere", "files_changed_after_the_verdict",
+                                    "no_recorded_dev_win", "no_digest"])
+def test_an_adopted_flag_is_never_trusted_without_its_evidence(forged, tmp_path):
+    """A row that says ``adopted`` is decided again from what it records (counts, dev difference, the folder's
+    digest and place); before, a hand-made row over 6 train and 0 dev requests, pointing anywhere, was used."""
+    from skill_assets.lib.retrieval.adoption_rule import folder_digest
+    from skill_assets.lib.retrieval.defaults import SHIPPED_DIR
+
+    db, fusion, rr = tmp_path / "store.duckdb", tmp_path / "models" / "fusion", tmp_path / "models" / "reranker"
+    _bm25_fusion(fusion)
+    rr.mkdir(parents=True)
+    (rr / "config.json").write_text("{}")
+    evidence = _passing_evidence(fusion, rr)
+    if forged == "flag_over_6_train_0_dev":
+        evidence.update(train_requests=6, dev_requests=0, reranker_train_requests=6)
+    elif forged == "path_elsewhere":
+        fusion, rr = tmp_path / "elsewhere" / "fusion", tmp_path / "elsewhere" / "reranker"
+        _bm25_fusion(fusion)
+        rr.mkdir()
+        (rr / "config.json").write_text("{}")
+        evidence.update(fusion_digest=folder_digest(fusion), reranker_digest=folder_digest(rr))
+    elif forged == "files_changed_after_the_verdict":
+        (fusion / "fusion.json").write_text((fusion / "fusion.json").read_text().replace("1.0", "2.0", 1))
+        (rr / "config.json").write_text('{"changed": true}')
+    elif forged == "no_recorded_dev_win":
+        evidence.update(dev_delta_vs_default=None, reranker_dev_delta=-0.01)
+    else:
+        evidence.update(fusion_digest=None, reranker_digest=None)
+    _fusion_row(db, fusion, True, "forged", rr, True, "forged", **evidence)
+    said: list[str] = []
+    parts = default_parts(db)
+    r = Router.from_store(db_path=db, log=said.append)
+    assert parts.fusion_dir == str(SHIPPED_DIR) and r.fusion.signals != ("bm25",)
+    assert r.reranker_path is None
+    assert any(m.startswith("the store's fusion") and "is not used" in m for m in said)
+    assert any(m.startswith("the store's reranker") and "is not used" in m for m in said)
 
 
 def test_pool_documents_are_embedded_by_the_gated_backend_and_it_keys_the_cache(minilm, pool_dir, tmp_path):

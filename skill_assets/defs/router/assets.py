@@ -21,6 +21,7 @@ from skill_assets.lib.common.hashing import digest
 from skill_assets.lib.common.tables import frame
 from skill_assets.lib.evaluation.curated_benchmark import load_requests
 from skill_assets.lib.retrieval.adoption import adoption_verdicts
+from skill_assets.lib.retrieval.adoption_rule import folder_digest
 from skill_assets.lib.retrieval.engine import Engine
 from skill_assets.lib.retrieval.fusion import DEFAULT_DEPTH
 from skill_assets.lib.retrieval.fusion_training import save_router_model, train_fusion
@@ -83,9 +84,14 @@ def router_fusion(context: dg.AssetExecutionContext, config: FusionSettings, sto
            "train_requests": fitted.card["data"]["train_requests"], "dev_requests": fitted.card["data"]["dev_requests"],
            "pool_skills": len(skills), "embedder": embedder, "dev_hit_at_1": dev.get("hit@1"),
            "dev_ndcg_at_10": dev.get("ndcg@10"), "dev_set_f1": dev.get("selected_set_f1"),
-           **verdicts["fusion"].as_row(), "reranker_path": reranker_row and reranker_row["path"],
+           **verdicts["fusion"].as_row(), "fusion_digest": folder_digest(path),
+           "reranker_path": reranker_row and reranker_row["path"],
            "reranker_adopted": reranker.adopt if reranker else None,
-           "reranker_reason": reranker.reason if reranker else None, "trained_at": datetime.now(UTC)}
+           "reranker_reason": reranker.reason if reranker else None,
+           "reranker_train_requests": reranker_row and int(reranker_row["train_queries"] or 0),
+           "reranker_dev_delta": reranker.delta if reranker else None,
+           "reranker_digest": folder_digest(reranker_row["path"]) if reranker_row else None,
+           "trained_at": datetime.now(UTC)}
     df = frame(registry.FUSION, [row])
     registry.register(store.path, registry.FUSION, df)
     return dg.MaterializeResult(metadata=table_metadata(

@@ -1,74 +1,21 @@
-"""The one rule that lets a store's learned part replace the shipped default: enough data, and a dev win.
+"""Judging a store's learned part against the shipped default on dev: the scoring half of the adoption rule.
 
-A model fitted in a store (a fusion, a selection cut, a bi-encoder, a reranker) is the newest one,
-not necessarily a good one: the demo fits its fusion on a handful of generated requests and
-scores 1.0 on them. So a store's part replaces the shipped default only when
-
-- it was fitted on at least ``MIN_TRAIN_REQUESTS`` train requests,
-- it was chosen on a dev split of at least ``MIN_DEV_REQUESTS`` requests disjoint from train, and
-- on that dev split, over the same pool, it beats the default: the paired mean difference of
-  NDCG@10 is above zero (the bootstrap interval is reported beside it, so a reader can see how
-  firm the win is).
-
-Never decided from test figures. The verdict is computed where the part is fitted (the
-``router_fusion`` asset) and stored with it; ``Router.from_store`` reads it and logs the reason
-in one line when it keeps the default.
+The rule itself (the counts, the dev win, and re-checking a stored verdict from its evidence) is in
+``adoption_rule``; this module scores a freshly fitted fusion and the store's reranker over the dev
+split, against the shipped router indexed over the same pool, where the ``router_fusion`` asset fits them.
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 
 import numpy as np
 
 from skill_assets.lib.common.bundled_models import bundled_minilm
-from skill_assets.lib.common.significance import bootstrap_interval, paired_bootstrap
+from skill_assets.lib.retrieval.adoption_rule import DEV_METRIC, Verdict, judge
 from skill_assets.lib.retrieval.defaults import shipped_router
 from skill_assets.lib.retrieval.engine import Engine
 from skill_assets.lib.retrieval.pools import Skill
 from skill_assets.lib.retrieval.requests import Request, group_metrics
-
-MIN_TRAIN_REQUESTS = 100
-MIN_DEV_REQUESTS = 50
-#: the dev metric a candidate must beat the default on
-DEV_METRIC = "ndcg@10"
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """Whether a store's part replaces the default, and the one line that says why."""
-
-    adopt: bool
-    reason: str
-    delta: float | None = None          # candidate − default on dev, mean over requests
-    interval: tuple[float, float] | None = None  # 95% bootstrap interval of that difference
-
-    def as_row(self) -> dict:
-        lo, hi = self.interval or (None, None)
-        return {"adopted": self.adopt, "adoption_reason": self.reason, "dev_delta_vs_default": self.delta,
-                "dev_delta_low": lo, "dev_delta_high": hi}
-
-
-def judge(part: str, train_requests: int, dev_requests: int, disjoint: bool,
-          paired: Callable[[], tuple[np.ndarray, np.ndarray]] | None = None) -> Verdict:
-    """The verdict on one part from its data counts, then (only when those pass: scoring costs) ``paired()``:
-    per-request dev ``DEV_METRIC`` of the candidate and of the default, over the same requests and pool."""
-    if train_requests < MIN_TRAIN_REQUESTS:
-        return Verdict(False, f"{part} fitted on {train_requests} requests, needs {MIN_TRAIN_REQUESTS}")
-    if not disjoint:
-        return Verdict(False, f"{part} has no dev split disjoint from its train requests")
-    if dev_requests < MIN_DEV_REQUESTS:
-        return Verdict(False, f"{part} chosen on {dev_requests} dev requests, needs {MIN_DEV_REQUESTS}")
-    if paired is None:
-        return Verdict(False, f"{part} has no paired dev figures against the shipped default")
-    candidate, default = (np.asarray(a, dtype=float) for a in paired())
-    delta, _ = paired_bootstrap(candidate, default)
-    interval = bootstrap_interval(candidate - default)
-    line = (f"dev {DEV_METRIC} {np.nanmean(candidate):.3f} vs default {np.nanmean(default):.3f} over {len(candidate)} "
-            f"requests (difference {delta:+.3f}, 95% interval [{interval[0]:+.3f}, {interval[1]:+.3f}])")
-    if not delta > 0:
-        return Verdict(False, f"{part} does not beat the default: {line}", delta, interval)
-    return Verdict(True, f"{part} beats the default: {line}", delta, interval)
 
 
 def routed_metric(engine: Engine, requests: Sequence[Request], use_reranker: bool) -> np.ndarray:

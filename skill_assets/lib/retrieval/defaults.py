@@ -3,8 +3,9 @@
 The shipped router (``shipped/``: a fusion and selection cut fitted on the curated benchmark over
 BM25, the bundled MiniLM and USE multilingual; ``router.shipped_router`` rebuilds it) is the default
 of a fresh install. A store's newest fusion replaces it, and a store's reranker joins it, only where
-the ``router_fusion`` row records that the part passed the adoption rule (``adoption``); every part
-left out comes with one line saying why.
+the evidence its ``router_fusion`` row records passes the adoption rule again here
+(``adoption_rule.recorded_verdict``: counts, dev win, the folder's digest), never on the row's flag;
+every part left out comes with one line saying why.
 """
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ from pathlib import Path
 
 from skill_assets.lib.common import model_registry as registry
 from skill_assets.lib.common.bundled_models import bundled_minilm
+from skill_assets.lib.common.store import resolve_db
+from skill_assets.lib.retrieval.adoption_rule import recorded_verdict
 from skill_assets.lib.retrieval.fusion import FusionModel
 from skill_assets.lib.retrieval.fusion_training import load_router_model
 from skill_assets.lib.retrieval.selection import SelectionCut
@@ -47,24 +50,29 @@ class RouterParts:
 
 
 def default_parts(db_path: str | Path | None) -> RouterParts:
-    """The shipped router, unless the store's newest fusion passed the adoption rule; its reranker only where it
-    passed the same rule over the fused head. The verdicts are the ``router_fusion`` asset's, read here."""
+    """The shipped router, unless the store's newest fusion passes the adoption rule on the evidence its row
+    records; its reranker only where that reranker's recorded evidence passes too."""
     shipped = RouterParts(str(SHIPPED_DIR), bundled_minilm(), None, ())
     row = registry.newest(db_path, registry.FUSION)
     if row is None:
         return shipped
+    db = resolve_db(db_path)
     notes = []
-    if row.get("adopted"):
+    fusion = recorded_verdict("the store's fusion", row.get("train_requests"), row.get("dev_requests"),
+                              row.get("dev_delta_vs_default"), row.get("path"), row.get("fusion_digest"), db)
+    if fusion.adopt:
         parts = RouterParts(row["path"], row["embedder"], None, ())
     else:
-        notes.append(f"the store's fusion ({row['path']}) is not used: "
-                     + (row.get("adoption_reason") or "it was fitted before the adoption rule; rematerialize "
-                                                      "router_fusion to judge it") + "; routing with the shipped router")
+        notes.append(f"the store's fusion ({row['path']}) is not used: {fusion.reason}; routing with the shipped "
+                     "router")
         parts = shipped
     reranker = row.get("reranker_path")
-    if reranker and row.get("reranker_adopted"):
+    if not reranker:
+        return RouterParts(parts.fusion_dir, parts.embedder, None, tuple(notes))
+    verdict = recorded_verdict("the store's reranker", row.get("reranker_train_requests"), row.get("dev_requests"),
+                               row.get("reranker_dev_delta"), reranker, row.get("reranker_digest"), db)
+    if verdict.adopt:
         return RouterParts(parts.fusion_dir, parts.embedder, reranker, tuple(notes))
-    if reranker:
-        notes.append(f"the store's reranker ({reranker}) is not used: {row.get('reranker_reason')}; pass --reranker "
-                     f"{reranker} to use it anyway")
+    notes.append(f"the store's reranker ({reranker}) is not used: {verdict.reason}; pass --reranker {reranker} to "
+                 "use it anyway")
     return RouterParts(parts.fusion_dir, parts.embedder, None, tuple(notes))

@@ -14,6 +14,7 @@ Actions (``name`` or ``name:arg``):
   ok            valid completion after ``latency_s`` (decision WRITE or SKIP, fixed per prompt)
   write / skip  valid completion with that decision
   invalid       valid completion whose text is not a decision (the record becomes INVALID)
+  poisoned      valid completion whose text is hostile: a SKIP object whose reason opens 3,000 nested lists
   429[:s]       rate limited, ``Retry-After: s`` (default 1)
   500           server error
   401           bad API key (no retry fixes it)
@@ -163,6 +164,8 @@ class _Handler(BaseHTTPRequestHandler):
     def _completion(fs: FaultServer, h: str, name: str, messages: list[dict], payload: dict) -> bytes:
         if name == "invalid":
             text = "I am not sure what you want me to do here."
+        elif name == "poisoned":
+            text = '{"decision": "SKIP", "reason": ' + "[" * 3000
         else:
             text = decision_text(h, {"write": "WRITE", "skip": "SKIP"}.get(name))
         prompt_chars = sum(len(str(m.get("content", ""))) for m in messages)

@@ -97,3 +97,19 @@ def test_unreadable_is_invalid(text):
     d = parse_generator_output(text)
     assert d.decision == "INVALID"
     assert d.parse_error.startswith("no JSON object")
+
+
+@pytest.mark.parametrize("text", [
+    '{"decision":"SKIP","reason": ' + "[" * 3000,
+    '{"decision":"SKIP","reason": ' + "{" * 50_000,
+    "```" * 20_000,
+    "<decision>" * 20_000,
+    "\n" * 100_000 + "decision",
+    " " * 100_000 + "Decision: SKIP",
+    "{" * 190_000,
+    "x" * 300_000,
+])
+def test_hostile_answers_are_invalid_records_never_exceptions(text):
+    """Each once raised (RecursionError) or ran in time quadratic in the answer; the suite's timeout is the guard."""
+    d = parse_generator_output(text)
+    assert d.decision == "INVALID" and d.parse_error

@@ -112,6 +112,23 @@ def test_warm_rerun_makes_zero_requests(fault_server, tmp_path):
     assert [r["decision"] for r in second.rows] == [r["decision"] for r in first.rows]
 
 
+def test_a_poisoned_cached_answer_is_an_invalid_record_on_every_run(fault_server, tmp_path):
+    """An answer that made the JSON parser recurse (3,000 nested ``[``) failed the partition; being cached, every
+    rerun failed again without a request. Now it is an INVALID record with its reason, run after run."""
+    items = synthetic_items(4)
+    fault_server.script(items[1].messages, ["poisoned"])
+    db = tmp_path / "s.duckdb"
+    first = generate(items, client_for(fault_server.url), PARAMS, ResponseCache(db), GenerationLimits(concurrency=2))
+    fault_server.reset_counts()
+    again = generate(items, client_for(fault_server.url), PARAMS, ResponseCache(db), GenerationLimits(concurrency=2))
+    assert fault_server.total_requests == 0 and again.requests_sent == 0
+    for out in (first, again):
+        assert_all_decided(out.rows, items)
+        poisoned = out.rows[1]
+        assert poisoned["decision"] == "INVALID" and poisoned["raw_response"].endswith("[" * 100)
+        assert [r["decision"] for r in out.rows[::2]] == [r["decision"] for r in first.rows[::2]] != ["INVALID"] * 2
+
+
 def test_identical_prompts_are_sent_once(fault_server, tmp_path):
     items = synthetic_items(3)
     twin = synthetic_items(1)[0]

@@ -105,6 +105,15 @@ def _collapse_kernel():
     return _COMPILED[0]
 
 
+_SQUASH = re.compile(r"[\s\-_]+")
+
+
+def squash(text: str) -> str:
+    """Lower case without spaces, hyphens or underscores: how a skill name is looked for inside a request
+    (R3-Skill's leakage audit), so "Docker Compose", "docker-compose" and "dockercompose" are one name."""
+    return _SQUASH.sub("", text.lower())
+
+
 def normalise_name(name: str) -> str:
     return _NAME_SEP.sub("-", unicodedata.normalize("NFKC", name).strip().lower())
 

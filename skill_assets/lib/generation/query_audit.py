@@ -9,10 +9,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from skill_assets.lib.common.hashing import normalise_text
+from skill_assets.lib.common.hashing import normalise_text, squash
 from skill_assets.lib.common.language import DIRECTIONS, count_length, detect_language
 
-_SQUASH = re.compile(r"[\s\-_]+")
 _PUNCT = re.compile(r"[^\w\u3400-\u9fff]+")
 REFUSAL_PATTERNS = re.compile(
     r"\b(i can(?:no|'|’)t|i am unable|i(?:'|’)m unable|as an ai|i won(?:'|’)t be able)\b|抱歉|无法(?:完成|提供|帮助)|作为.{0,6}(?:ai|人工智能)", re.I)
@@ -22,10 +21,6 @@ REFUSAL_PATTERNS = re.compile(
 class AuditWindow:
     min_length: int = 50
     max_length: int = 300
-
-
-def squash(text: str) -> str:
-    return _SQUASH.sub("", text.lower())
 
 
 def leaked_names(query: str, names: list[str]) -> list[str]:

@@ -1,6 +1,7 @@
 import pytest
 
-from skill_assets.lib.generation.query_audit import AuditWindow, audit_queries, leaked_names, normalised_query, squash
+from skill_assets.lib.common.hashing import squash
+from skill_assets.lib.generation.query_audit import AuditWindow, audit_queries, leaked_names, normalised_query
 
 FLAGS = ("duplicate_exact", "duplicate_normalised", "name_leakage", "length_out_of_window",
          "language_mismatch", "empty_or_refusal")

@@ -13,12 +13,19 @@ members of the same archive still ingest:
   ``max_total_bytes``, or the bytes decompressed pass ``max_ratio`` × the archive's size (once
   past ``ratio_floor_bytes``): extraction stops there, and the row says later members were not read;
 * ``duplicate_archive_member`` — a name already extracted (the first copy is kept);
-* ``archive_name_clash`` — a member whose path needs a folder where a file is, or the reverse.
+* ``archive_name_clash`` — a member whose path needs a folder where a file is, or the reverse;
+* ``archive_header_too_large`` — a tar header (GNU long name or link, pax, sparse map) over
+  ``max_header_bytes``, or global pax headers over it in all: refused from its size field before
+  it is read (tarfile reads such a header in one piece: a 2 GB long name was 2 GB of memory),
+  and extraction stops there, since the member it describes cannot be named.
 
 Tar archives are read as a stream that we decompress ourselves and count as it is read, so the
 ratio limit holds inside a member too: skipping a member, reading a long-name or pax header
 and copying a member all read through the count, and a bomb stops at the limit, not after
 its member (tarfile skips a member by decompressing all of it).
+
+Memory stays bounded whatever the archive: members are copied in chunks, headers are capped, and
+the tar stream keeps no index of the members it has passed (tarfile keeps every header it read).
 """
 from __future__ import annotations
 
@@ -52,6 +59,7 @@ class ArchiveLimits:
     max_total_bytes: int = 2_000_000_000
     max_ratio: float = 100.0
     ratio_floor_bytes: int = 64_000_000
+    max_header_bytes: int = 65_536
 
 
 DEFAULT_LIMITS = ArchiveLimits()
@@ -97,22 +105,78 @@ _STREAM_ERRORS = (tarfile.TarError, EOFError, OSError, zlib.error, lzma.LZMAErro
 
 
 class _CountedStream:
-    """A decompressed stream that reports every byte read to ``check`` (which raises past a limit)."""
+    """A decompressed stream that reports every byte read to ``check`` (which raises past a limit).
+
+    While one member's headers are read, ``header_end`` is where they must end: reading past it
+    stops the extraction (a chain of headers, or a sparse map, that no single size field shows).
+    """
 
     def __init__(self, stream: IO[bytes], check: Callable[[int], None]) -> None:
         self.stream, self.check, self.offset = stream, check, 0
+        self.header_end: int | None = None
+        self.header_cap = 0
 
     def read(self, size: int = -1) -> bytes:
         data = self.stream.read(CHUNK if size is None or size < 0 else size)
         self.offset += len(data)
         self.check(self.offset)
+        if self.header_end is not None and self.offset > self.header_end:
+            raise _Stop("archive_header_too_large",
+                        f"the headers of one member (long names, pax headers, sparse map) pass the header cap "
+                        f"of {self.header_cap} bytes; extraction stopped, later members not read")
         return data
+
+
+#: tar header types whose data tarfile reads whole into memory, by what they are
+_HEADER_TYPES = {tarfile.GNUTYPE_LONGNAME: "GNU long name", tarfile.GNUTYPE_LONGLINK: "GNU long link",
+                 tarfile.XHDTYPE: "pax", tarfile.SOLARIS_XHDTYPE: "pax", tarfile.XGLTYPE: "global pax"}
+
+
+def _capped_tarinfo(stream: _CountedStream, cap: int) -> type[tarfile.TarInfo]:
+    """A TarInfo that refuses a long-name or pax header over ``cap`` bytes from its size field, unread.
+
+    ``frombuf`` sees each header block before tarfile reads the header's data, and global pax headers
+    (kept for the rest of the archive) count together; ``fromtarfile`` bounds what one member's
+    whole header chain reads (long names, pax headers, sparse extension blocks) to ``cap`` plus
+    one read of the tar stream.
+    """
+    global_bytes = 0
+
+    class CappedTarInfo(tarfile.TarInfo):
+        @classmethod
+        def frombuf(cls, buf, encoding, errors):  # type: ignore[override]
+            nonlocal global_bytes
+            info = super().frombuf(buf, encoding, errors)
+            what = _HEADER_TYPES.get(info.type)
+            if what is None:
+                return info
+            size = info.size
+            if info.type == tarfile.XGLTYPE:
+                global_bytes += info.size
+                size, what = global_bytes, "global pax (all of them together)"
+            if size > cap:
+                raise _Stop("archive_header_too_large",
+                            f"a {what} header of {size} bytes passes the header cap of {cap}; not read, "
+                            "extraction stopped, later members not read")
+            return info
+
+        @classmethod
+        def fromtarfile(cls, tar):  # type: ignore[override]
+            if stream.header_end is not None:  # the next header of a chain: the first one holds the budget
+                return super().fromtarfile(tar)
+            stream.header_end, stream.header_cap = stream.offset + cap + 2 * tarfile.RECORDSIZE, cap
+            try:
+                return super().fromtarfile(tar)
+            finally:
+                stream.header_end = None
+
+    return CappedTarInfo
 
 
 class _Reader:
     """Members of a zip (central directory) or a tar (read as a counted stream: nothing is decompressed twice)."""
 
-    def __init__(self, archive: Path, stack: ExitStack, check: Callable[[int], None]) -> None:
+    def __init__(self, archive: Path, stack: ExitStack, check: Callable[[int], None], header_cap: int) -> None:
         self.zip: zipfile.ZipFile | None = None
         self.tar: tarfile.TarFile | None = None
         self.stream: _CountedStream | None = None
@@ -125,7 +189,8 @@ class _Reader:
                 raw.seek(0)
                 opener = next((o for magic, o in _DECOMPRESSORS if head.startswith(magic)), None)
                 self.stream = _CountedStream(stack.enter_context(opener(raw)) if opener else raw, check)
-                self.tar = stack.enter_context(tarfile.open(fileobj=self.stream, mode="r|"))
+                self.tar = stack.enter_context(tarfile.open(fileobj=self.stream, mode="r|",
+                                                            tarinfo=_capped_tarinfo(self.stream, header_cap)))
         except (zipfile.BadZipFile, *_STREAM_ERRORS) as exc:
             raise ArchiveError(f"archive {archive} cannot be opened: {exc}") from exc
 
@@ -145,7 +210,8 @@ class _Reader:
         tf = self.tar
         assert tf is not None
         try:
-            for member in tf:
+            while (member := tf.next()) is not None:
+                tf.members.clear()  # tarfile keeps every header it read: a stream of tiny members grew without end
                 yield _Member(member.name, member.isdir(), member.isfile(), member.size,
                               lambda m=member: tf.extractfile(m))
         except _STREAM_ERRORS as exc:
@@ -224,7 +290,8 @@ def extract_skill_members(archive: Path, dest: Path, source_name: str,
 
     with ExitStack() as stack:
         try:
-            reader = _Reader(archive, stack, run.check_ratio)  # reads the first header: a bomb can start there
+            # reads the first header: a bomb can start there
+            reader = _Reader(archive, stack, run.check_ratio, limits.max_header_bytes)
             for member in reader.members():
                 current = member.name
                 run.decompressed = max(run.decompressed, reader.stream_offset)

@@ -6,8 +6,13 @@ the archive limits, and nothing is left behind.
 """
 from __future__ import annotations
 
+import gzip
+import io
+import json
 import os
 import shutil
+import subprocess
+import sys
 import tarfile
 from pathlib import Path
 
@@ -229,3 +234,139 @@ def test_a_failed_ingest_leaves_no_staging_table_and_the_old_corpus(tmp_path, mo
         tables = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
         assert con.execute("SELECT skill_id FROM raw_skills").fetchall() == [("s/one",)]
     assert "raw_skills__staging" not in tables
+
+
+# --- archive memory (issue 31, finding 7) ---------------------------------------------------------------------
+
+#: peak memory an extraction may add, whatever the archive
+MEMORY_BOUND_KB = 64 * 1024
+#: a ratio limit that lets the whole stream through: memory must be bounded by the reader, not by the ratio
+NO_RATIO = {"max_member_bytes": 100_000, "max_total_bytes": 400_000, "max_ratio": 1e9, "ratio_floor_bytes": 10**12}
+#: VmHWM, the process's peak RSS (ru_maxrss would not do: Linux carries the parent's peak over fork and exec)
+_MEASURE = """
+import json, re, sys, tempfile
+from pathlib import Path
+from skill_assets.lib.common.archives import ArchiveLimits, extract_skill_members
+def peak_kb():
+    return int(re.search(r"VmHWM:\\s+(\\d+) kB", Path("/proc/self/status").read_text()).group(1))
+base = peak_kb()
+with tempfile.TemporaryDirectory() as dest:
+    rejects = extract_skill_members(Path(sys.argv[1]), Path(dest), "a", ArchiveLimits(**json.loads(sys.argv[2])))
+    extracted = sorted(p.relative_to(dest).as_posix() for p in Path(dest).rglob("SKILL.md"))
+print(json.dumps({"added_kb": peak_kb() - base, "rejects": rejects, "extracted": extracted}))
+"""
+
+
+def extract_in_subprocess(archive: Path, limits: dict) -> dict:
+    """Extract in a fresh process: the peak RSS the extraction added to it, its rejects, what it wrote."""
+    done = subprocess.run([sys.executable, "-c", _MEASURE, str(archive), json.dumps(limits)],
+                          capture_output=True, text=True, check=True)
+    return json.loads(done.stdout)
+
+
+def tar_gz_with_header(path: Path, header_type: bytes, size: int) -> Path:
+    """ok/SKILL.md, then a long-name or pax header of ``size`` bytes of 'a', then late/SKILL.md; written as a stream."""
+    def member(name: str, data: bytes) -> bytes:
+        info = tarfile.TarInfo(name)
+        info.size = len(data)
+        return info.tobuf(format=tarfile.GNU_FORMAT) + data + b"\0" * (-len(data) % tarfile.BLOCKSIZE)
+
+    header = tarfile.TarInfo("././@LongLink")
+    header.type, header.size = header_type, size
+    with gzip.open(path, "wb") as out:
+        out.write(member("ok/SKILL.md", good("ok").encode()) + header.tobuf(format=tarfile.GNU_FORMAT))
+        chunk = b"a" * (1 << 20)
+        for start in range(0, size, len(chunk)):
+            out.write(chunk[:size - start])
+        out.write(b"\0" * (-size % tarfile.BLOCKSIZE) + member("late/SKILL.md", good("late").encode()))
+        out.write(b"\0" * 2 * tarfile.BLOCKSIZE)
+    return path
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="peak RSS is read from /proc")
+@pytest.mark.parametrize("header_type", [tarfile.GNUTYPE_LONGNAME, tarfile.XHDTYPE], ids=["gnu_long_name", "pax"])
+def test_huge_tar_header_is_refused_unread_in_bounded_memory(header_type, tmp_path):
+    """A 256 MB long-name or pax header was read into memory whole (a 2 GB one took 2 GB, bounded only
+    by 100 x the archive size): it is refused from its size field, with the reason, before it is read."""
+    archive = tar_gz_with_header(tmp_path / "long.tar.gz", header_type, 256 << 20)
+    assert archive.stat().st_size < 2_000_000
+    got = extract_in_subprocess(archive, NO_RATIO)
+    assert got["added_kb"] < MEMORY_BOUND_KB
+    assert got["extracted"] == ["ok/SKILL.md"]
+    [stop] = got["rejects"]
+    assert stop["reason"] == "archive_header_too_large"
+    assert str(256 << 20) in stop["message"] and "65536" in stop["message"]
+    assert "later members not read" in stop["message"]
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="peak RSS is read from /proc")
+def test_stream_of_members_keeps_no_index_of_their_headers(tmp_path):
+    """tarfile keeps every header it has read; 3,000 members with a 50 KB pax header each (each under
+    the header cap) held 150 MB. The reader keeps none once passed."""
+    archive = tmp_path / "many.tar.gz"
+    with tarfile.open(archive, "w:gz", format=tarfile.PAX_FORMAT) as tf:
+        skill = good("ok").encode()
+        info = tarfile.TarInfo("ok/SKILL.md")
+        info.size = len(skill)
+        tf.addfile(info, io.BytesIO(skill))
+        for i in range(3000):
+            info = tarfile.TarInfo(f"notes/{i}.txt")
+            info.pax_headers = {"comment": f"{i:05d}" + "a" * 50_000}
+            tf.addfile(info, io.BytesIO(b""))
+    got = extract_in_subprocess(archive, NO_RATIO)
+    assert got["rejects"] == [] and got["extracted"] == ["ok/SKILL.md"]
+    assert got["added_kb"] < MEMORY_BOUND_KB
+
+
+def pax_record(key: str, value: str) -> bytes:
+    """One pax record, '<length> key=value\\n', its length counting its own digits."""
+    body = f" {key}={value}\n".encode()
+    length = len(body) + 1
+    while len(str(length)) + len(body) != length:
+        length += 1
+    return str(length).encode() + body
+
+
+def test_global_pax_headers_count_together_against_the_header_cap(tmp_path):
+    """Global pax headers are kept for the rest of the archive: four of 30 KB are one of 120 KB."""
+    blocks = []
+    for i in range(4):
+        records = pax_record(f"key{i}", "v" * 30_000)
+        header = tarfile.TarInfo("pax_global_header")
+        header.type, header.size = tarfile.XGLTYPE, len(records)
+        skill = good(f"s{i}").encode()
+        info = tarfile.TarInfo(f"s{i}/SKILL.md")
+        info.size = len(skill)
+        blocks += [header.tobuf(format=tarfile.USTAR_FORMAT), records, b"\0" * (-len(records) % tarfile.BLOCKSIZE),
+                   info.tobuf(format=tarfile.USTAR_FORMAT), skill, b"\0" * (-len(skill) % tarfile.BLOCKSIZE)]
+    archive = tmp_path / "global.tar"
+    archive.write_bytes(b"".join(blocks) + b"\0" * 2 * tarfile.BLOCKSIZE)
+    with tarfile.open(archive) as tf:  # a valid archive: tarfile reads all four members
+        assert [m.name for m in tf] == [f"s{i}/SKILL.md" for i in range(4)]
+    got = extract_in_subprocess(archive, NO_RATIO)
+    assert got["extracted"] == ["s0/SKILL.md", "s1/SKILL.md"]
+    [stop] = got["rejects"]
+    assert stop["reason"] == "archive_header_too_large" and stop["path"] == "s1/SKILL.md"
+    assert "global pax" in stop["message"]
+
+
+def test_a_chain_of_headers_counts_together_against_the_header_cap(tmp_path):
+    """Ten 30 KB long-name headers before one member: each under the cap, 300 KB for one member."""
+    blocks = []
+    for i in range(10):
+        name = f"n{i}/".encode() * 7_500
+        header = tarfile.TarInfo("././@LongLink")
+        header.type, header.size = tarfile.GNUTYPE_LONGNAME, len(name)
+        blocks += [header.tobuf(format=tarfile.GNU_FORMAT), name, b"\0" * (-len(name) % tarfile.BLOCKSIZE)]
+    members = tmp_path / "members.tar"
+    tar_gz(members, [("ok/SKILL.md", good("ok").encode(), "file"), ("late/SKILL.md", good("late").encode(), "file")],
+           "w")
+    first, rest = members.read_bytes()[:tarfile.BLOCKSIZE * 2], members.read_bytes()[tarfile.BLOCKSIZE * 2:]
+    archive = tmp_path / "chain.tar"
+    archive.write_bytes(first + b"".join(blocks) + rest)
+    with tarfile.open(archive) as tf:  # a valid archive: the first long name names the second member
+        assert [m.name[:6] for m in tf] == ["ok/SKI", "n0/n0/"]
+    got = extract_in_subprocess(archive, NO_RATIO)
+    assert got["extracted"] == ["ok/SKILL.md"]
+    [stop] = got["rejects"]
+    assert stop["reason"] == "archive_header_too_large" and "65536" in stop["message"]

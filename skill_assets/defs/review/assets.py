@@ -22,9 +22,10 @@ from skill_assets.lib.review.agreement import label_agreement as agreement_rows
 from skill_assets.lib.review.agreement import latest_items
 from skill_assets.lib.review.label_studio_bridge import run_bridge, server_configured, server_url
 from skill_assets.lib.review.label_studio_export import (
+    check_export,
     current_annotations,
     merge_verdicts,
-    read_export_file,
+    read_inbox,
     reviewer_emails,
     verdicts_from_export,
     write_import_file,
@@ -141,12 +142,15 @@ class ReviewVerdictSettings(dg.Config):
 def review_verdicts(context: dg.AssetExecutionContext, config: ReviewVerdictSettings, store: DuckDBStore):
     """Reviewers' annotations, one row per reviewer, item and round; a rerun adds only what is new, edited or retracted.
 
-    An inbox file that cannot be read (truncated, not an export) is left out with its reason in
-    the log and the metadata: the other exports are still read, and a fixed file is read next run.
+    An export that cannot be used (truncated, not an export, a field the merge cannot read) is
+    left out with its reason in the log and the metadata, an inbox file set aside in
+    ``review/inbox/rejected/`` with a ``.reason`` file: the other exports are still read, and a
+    fixed file put back in the inbox is read next run.
     """
     tasks = {(t["item_id"], t["round"]): t for t in _stored(store, "review_tasks")}
     existing = _stored(store, "review_verdicts")
     exports: list[tuple[list[dict], str]] = []  # (tasks of one export, origin)
+    unreadable: dict[str, str] = {}  # export → why it was left out
 
     if server_configured():
         url = server_url()
@@ -156,15 +160,17 @@ def review_verdicts(context: dg.AssetExecutionContext, config: ReviewVerdictSett
             if v["origin"] == url and title and v["task_updated_at"] and \
                     (since[title] is None or v["task_updated_at"] > since[title]):
                 since[title] = v["task_updated_at"]
-        exports += [(project["tasks"], url) for project in run_bridge("pull", {"since": since})["projects"].values()]
-    inbox = Path(config.inbox) if config.inbox else review_dir(store) / "inbox"
-    unreadable: dict[str, str] = {}
-    for path in sorted(inbox.glob("*.json")) if inbox.is_dir() else []:
-        try:
-            exports.append((read_export_file(path), path.name))
-        except ValueError as exc:
-            unreadable[path.name] = str(exc)
-            context.log.warning(f"inbox export left out, the others are read: {exc}")
+        for title, project in run_bridge("pull", {"since": since})["projects"].items():
+            try:
+                exports.append((check_export(project["tasks"], f"{url} project {title!r}"), url))
+            except ValueError as exc:
+                unreadable[f"{url} project {title!r}"] = str(exc)
+                context.log.warning(f"pulled project left out, the others are read: {exc}")
+    read, refused = read_inbox(Path(config.inbox) if config.inbox else review_dir(store) / "inbox")
+    exports += read
+    unreadable |= refused
+    for reason in refused.values():
+        context.log.warning(f"inbox export left out, the others are read: {reason}")
     users = reviewer_emails([e for e, _ in exports], existing)
     incoming: list[dict] = []
     dropped: dict[str, int] = {}

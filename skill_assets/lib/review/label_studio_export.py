@@ -9,16 +9,24 @@ the server names them by e-mail, a UI export only by user id, so the id is kept 
 verdict and names it by the e-mail wherever one is known. An export is a snapshot of its tasks:
 a counted verdict whose annotation a newer snapshot of its task no longer holds (deleted, or
 skipped after all) is retracted — kept, with ``retracted_at``, and no longer counted.
+
+An export is checked whole before any of it is used (``check_export``): one with a field the
+merge cannot use (a time that is not ISO 8601 or has no timezone, a round that is no number, an
+item id that is no string, an annotation without an id) is refused with the field named. An inbox
+file refused so is set aside in ``rejected/`` beside it with a ``.reason`` file (``read_inbox``),
+and the other exports are still read.
 """
 from __future__ import annotations
 
 import json
+import os
 import re
 from datetime import UTC, datetime
 from pathlib import Path
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 MIN_NATURAL = 3  # a naturalness rating at or above this reads as a request a real user could send
+REJECTED = "rejected"  # inbox subfolder where refused exports are set aside, each with a .reason file
 
 
 def write_import_file(path: Path, payloads: list[dict]) -> Path:
@@ -31,19 +39,102 @@ def write_import_file(path: Path, payloads: list[dict]) -> Path:
 def read_export_file(path: Path) -> list[dict]:
     """A Label Studio JSON export: a list of tasks, each with ``data`` and ``annotations``.
 
-    ValueError naming the file when it is truncated, not JSON or not shaped as an export, so the
-    caller can leave it out with the reason and read the others.
+    ValueError naming the file when it is truncated, not JSON, not shaped as an export or holds a
+    field the merge cannot use (``check_export``), so the caller can set it aside with the reason
+    and read the others.
     """
     try:
         tasks = json.loads(path.read_text(encoding="utf-8"))
     except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError
         raise ValueError(f"{path.name}: not readable as JSON, truncated or damaged ({exc})") from None
+    return check_export(tasks, path.name)
+
+
+def check_export(tasks: object, name: str) -> list[dict]:
+    """``tasks`` when every field the merge reads is usable; else ValueError naming ``name`` and the field.
+
+    Checked: the shape (a list of tasks, each with a ``data`` object and a list of annotation
+    objects), ``data.item_id`` a string, ``data.round`` a whole number, every time (task
+    ``updated_at``, annotation ``created_at`` / ``updated_at``) ISO 8601 with a timezone (times
+    without one cannot be ordered against the others), every annotation an ``id``, a numeric
+    ``lead_time`` and a ``completed_by`` whose ``email`` is a string. An answer that cannot be
+    parsed is not the export's fault: ``verdicts_from_export`` counts it as malformed.
+    """
     if not isinstance(tasks, list) or not all(
             isinstance(t, dict) and isinstance(t.get("data", {}), dict) and isinstance(t.get("annotations") or [], list)
             and all(isinstance(a, dict) for a in t.get("annotations") or []) for t in tasks):
-        raise ValueError(f"{path.name}: not a Label Studio JSON export (expected a list of tasks, each with "
+        raise ValueError(f"{name}: not a Label Studio JSON export (expected a list of tasks, each with "
                          "`data` and a list of `annotations`)")
+    for i, t in enumerate(tasks):
+        data = t.get("data", {})
+        where = f"{name}: task {t.get('id', f'#{i + 1}')!r}"
+        if data.get("item_id") is not None and not isinstance(data["item_id"], str):
+            raise ValueError(f"{where}: data.item_id {data['item_id']!r} is not a string")
+        round_ = data.get("round", 1)
+        whole = isinstance(round_, int) or (isinstance(round_, str) and round_.isdecimal())
+        if isinstance(round_, bool) or not whole:
+            raise ValueError(f"{where}: data.round {round_!r} is not a whole number")
+        _check_time(t.get("updated_at"), f"{where}: updated_at")
+        for ann in t.get("annotations") or []:
+            aid = ann.get("id")
+            if isinstance(aid, bool) or not isinstance(aid, int | str):
+                raise ValueError(f"{where}: an annotation has no id (id: {aid!r})")
+            at = f"{where}: annotation {aid!r}"
+            for field in ("created_at", "updated_at"):
+                _check_time(ann.get(field), f"{at}: {field}")
+            lead = ann.get("lead_time")
+            if lead is not None and (isinstance(lead, bool) or not isinstance(lead, int | float)):
+                raise ValueError(f"{at}: lead_time {lead!r} is not a number")
+            who = ann.get("completed_by")
+            if isinstance(who, dict) and not isinstance(who.get("email") or "", str):
+                raise ValueError(f"{at}: completed_by.email {who['email']!r} is not a string")
     return tasks
+
+
+def _check_time(value: object, where: str) -> None:
+    if not value:
+        return
+    try:
+        stamp = datetime.fromisoformat(value) if isinstance(value, str) else None
+    except ValueError:
+        stamp = None
+    if stamp is None:
+        raise ValueError(f"{where} {value!r} is not an ISO 8601 time")
+    if stamp.tzinfo is None:
+        raise ValueError(f"{where} {value!r} has no timezone, so it cannot be ordered against the other times")
+
+
+def set_aside(path: Path, reason: str) -> Path:
+    """Move a refused inbox export to ``rejected/`` beside it, with ``<name>.reason`` saying why; its new path.
+
+    A file of the same name set aside before is replaced (the newer attempt is the one to fix).
+    """
+    folder = path.parent / REJECTED
+    folder.mkdir(exist_ok=True)
+    (folder / f"{path.name}.reason").write_text(reason + "\n", encoding="utf-8")
+    os.replace(path, folder / path.name)
+    return folder / path.name
+
+
+def read_inbox(inbox: Path) -> tuple[list[tuple[list[dict], str]], dict[str, str]]:
+    """Every export in ``inbox`` as (tasks, file name), and file name → reason for each one refused.
+
+    A refused file is set aside in ``inbox/rejected/`` with its reason, so the inbox holds only
+    what was read; put it back, fixed, to read it.
+    """
+    exports: list[tuple[list[dict], str]] = []
+    refused: dict[str, str] = {}
+    for path in sorted(inbox.glob("*.json")) if inbox.is_dir() else []:
+        try:
+            exports.append((read_export_file(path), path.name))
+        except (ValueError, OSError) as exc:
+            reason = str(exc) if isinstance(exc, ValueError) else f"{path.name}: cannot be read ({exc})"
+            try:
+                moved = set_aside(path, reason)
+                refused[path.name] = f"{reason} (set aside: {moved})"
+            except OSError as move:
+                refused[path.name] = f"{reason} (could not be set aside: {move})"
+    return exports, refused
 
 
 def _timestamp(text: str | None) -> datetime | None:
@@ -143,7 +234,7 @@ def verdicts_from_export(exported: list[dict], tasks: dict[tuple[str, int], dict
                 continue
             try:
                 verdict = parse_annotation(task, ann, reviewer)
-            except (ValueError, KeyError, TypeError):
+            except (ValueError, KeyError, TypeError, AttributeError):
                 dropped["malformed"] += 1
                 continue
             rows.append(verdict | {

@@ -153,3 +153,44 @@ def test_an_unreadable_inbox_export_is_named_and_the_others_are_read(upstream_st
     assert "a-truncated.json" in meta["unreadable_exports"].value["a-truncated.json"]
     assert "inbox export left out" in capfd.readouterr().err  # the reason is in the run's log
     assert store_lib.read_table(db, "review_verdicts").height == 2
+
+
+def test_exports_with_fields_the_merge_cannot_use_are_set_aside_and_the_good_one_is_read(upstream_store, tmp_path,
+                                                                                          capfd):
+    """Issue 31, finding 8: one export timed `yesterday` failed the run with `Invalid isoformat string`, naming no
+    file, and stored no verdict; a naive time beside aware ones, `round: "x"`, a list as item_id and an annotation
+    without id failed it too."""
+    db = upstream_store
+    assert materialize(db, ["review_tasks"], tasks_config()).success
+    skill_file = tmp_path / "review" / "tasks" / "skill-assets review · skill sets · round 1.json"
+    inbox = tmp_path / "review" / "inbox"
+    inbox.mkdir()
+    t0 = datetime(2026, 11, 1, tzinfo=UTC)
+    good = export(skill_file, {"skill_set:q1": [(2, ("confirm",)), (3, ("confirm",))]}, t0)
+    (inbox / "a-good.json").write_text(json.dumps(good))
+
+    def bad(name: str, damage) -> None:
+        tasks = export(skill_file, {"skill_set:q2": [(2, ("confirm",)), (3, ("reject",))]}, t0 + timedelta(hours=1))
+        q2 = next(t for t in tasks if t["data"]["item_id"] == "skill_set:q2")
+        damage(q2)
+        (inbox / f"{name}.json").write_text(json.dumps(tasks))
+
+    bad("b-yesterday", lambda t: t.update(updated_at="yesterday"))
+    bad("c-naive-time", lambda t: t["annotations"][0].update(updated_at="2026-11-01T11:00:00"))
+    bad("d-round-x", lambda t: t["data"].update(round="x"))
+    bad("e-item-id-list", lambda t: t["data"].update(item_id=["skill_set:q2"]))
+    bad("f-annotation-without-id", lambda t: t["annotations"][0].pop("id"))
+    result = materialize(db, ["review_verdicts"])
+    assert result.success
+    verdicts = store_lib.read_table(db, "review_verdicts")
+    assert verdicts.height == 2 and set(verdicts["item_id"]) == {"skill_set:q1"}
+    meta = result.asset_materializations_for_node("review_verdicts")[0].metadata
+    refused = meta["unreadable_exports"].value
+    names = ["b-yesterday.json", "c-naive-time.json", "d-round-x.json", "e-item-id-list.json",
+             "f-annotation-without-id.json"]
+    assert sorted(refused) == names and all(name in refused[name] for name in names)
+    assert sorted(p.name for p in inbox.glob("*.json")) == ["a-good.json"]
+    assert sorted(p.name for p in (inbox / "rejected").iterdir()) == sorted(names + [f"{n}.reason" for n in names])
+    assert "no timezone" in (inbox / "rejected" / "c-naive-time.json.reason").read_text()
+    log = capfd.readouterr().err
+    assert all(f"inbox export left out, the others are read: {name}" in log for name in names)

@@ -6,6 +6,7 @@ truncated export raised without naming the file (finding 9).
 """
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -15,6 +16,7 @@ from skill_assets.lib.review.label_studio_export import (
     current_annotations,
     merge_verdicts,
     read_export_file,
+    read_inbox,
     reviewer_emails,
     verdicts_from_export,
 )
@@ -87,3 +89,52 @@ def test_a_truncated_or_malformed_export_is_named(text, tmp_path):
     path.write_text(text)
     with pytest.raises(ValueError, match="broken-export.json"):
         read_export_file(path)
+
+
+def _annotation(t: list[dict]) -> dict:
+    return t[0]["annotations"][0]
+
+
+#: (what is wrong, how to break a good export, what the reason names); each raised deep in the merge, naming no file
+BAD_FIELDS = [
+    ("task_time_yesterday", lambda t: t[0].update(updated_at="yesterday"), "updated_at 'yesterday'"),
+    ("annotation_time_yesterday", lambda t: _annotation(t).update(updated_at="yesterday"), "updated_at 'yesterday'"),
+    ("time_without_timezone", lambda t: _annotation(t).update(updated_at="2026-11-01T10:00:00"), "no timezone"),
+    ("round_not_a_number", lambda t: t[0]["data"].update(round="x"), "data.round 'x'"),
+    ("item_id_a_list", lambda t: t[0]["data"].update(item_id=["naturalness:q1"]), "data.item_id"),
+    ("annotation_without_id", lambda t: _annotation(t).pop("id"), "has no id"),
+    ("email_a_list", lambda t: _annotation(t).update(completed_by={"id": 2, "email": ["a@b"]}), "completed_by.email"),
+    ("lead_time_text", lambda t: _annotation(t).update(lead_time="7s"), "lead_time '7s'"),
+]
+
+
+@pytest.mark.parametrize("name,damage,named", BAD_FIELDS, ids=[b[0] for b in BAD_FIELDS])
+def test_an_export_with_a_field_the_merge_cannot_use_is_refused_with_the_field_named(name, damage, named, tmp_path):
+    """Issue 31, finding 8: `yesterday` as a time raised `Invalid isoformat string` in the merge, naming no file;
+    a naive time beside an aware one, `round: "x"`, a list as item_id or an annotation without id raised too."""
+    exported = export([(7, 2, 4)], T0)
+    damage(exported)
+    path = tmp_path / f"{name}.json"
+    path.write_text(json.dumps(exported))
+    with pytest.raises(ValueError, match=f"{name}.json") as refused:
+        read_export_file(path)
+    assert named in str(refused.value)
+
+
+def test_a_refused_inbox_export_is_set_aside_with_its_reason_and_the_others_are_read(tmp_path):
+    inbox = tmp_path / "inbox"
+    inbox.mkdir()
+    (inbox / "a-good.json").write_text(json.dumps(export([(7, 2, 4)], T0)))
+    later = export([(8, 3, 5)], T0)
+    later[0]["updated_at"] = "yesterday"
+    (inbox / "b-yesterday.json").write_text(json.dumps(later))
+    exports, refused = read_inbox(inbox)
+    assert [origin for _, origin in exports] == ["a-good.json"]
+    assert list(refused) == ["b-yesterday.json"] and "'yesterday'" in refused["b-yesterday.json"]
+    assert sorted(p.name for p in inbox.glob("*.json")) == ["a-good.json"]
+    assert json.loads((inbox / "rejected" / "b-yesterday.json").read_text()) == later  # moved, unchanged
+    reason = (inbox / "rejected" / "b-yesterday.json.reason").read_text()
+    assert "b-yesterday.json" in reason and "updated_at 'yesterday' is not an ISO 8601 time" in reason
+    rows, _ = pull([], exports)
+    assert [v["reviewer"] for v in rows] == ["label-studio-user-2"]
+    assert read_inbox(inbox)[1] == {}  # the next run reads the good one again and nothing else

@@ -5,6 +5,10 @@ training figures); ``router_fusion`` one row per fitted fusion folder, with the 
 verdicts (``lib.retrieval.adoption``). Training registers, the evaluation lists, the router asset
 and ``Router.from_store`` ask for the newest: every read and write of a model row is here, so
 "newest" means one thing (latest ``trained_at``, a row without one last).
+
+Each read is one read-only connection: while another process writes the store it waits as
+``store.connect`` does (one log line naming the holder at once), and past the wait raises
+``store.StoreLockedError`` (a ``FileNotFoundError``: the router's command reports it in one line).
 """
 from __future__ import annotations
 
@@ -33,23 +37,29 @@ def register(db: str | Path, kind: str, rows: pl.DataFrame) -> None:
     store.upsert_rows(db, _checked(kind), rows, _KEY[kind])
 
 
+def _rows(db: str | Path | None, kind: str, tail: str, params: list | None = None) -> list[dict]:
+    """``SELECT * FROM kind <tail>`` in one read-only connection; empty without a store or table."""
+    path = store.resolve_db(db)
+    if not path.is_file():
+        return []
+    with store.connect(path, read_only=True) as con:
+        if not con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = ?",
+                           [_checked(kind)]).fetchone()[0]:
+            return []
+        return con.execute(f'SELECT * FROM "{kind}" {tail}', params or []).pl().to_dicts()
+
+
 def listed(db: str | Path | None, kind: str) -> list[dict]:
     """Every registered model of ``kind``, by variant then age; empty without a store or table."""
-    path = store.resolve_db(db)
-    if not path.is_file() or not store.table_exists(path, _checked(kind)):
-        return []
-    order = "variant, trained_at" if _KEY[kind] == "variant" else "trained_at"
-    return store.query(path, f'SELECT * FROM "{kind}" ORDER BY {order} NULLS LAST').to_dicts()
+    order = "variant, trained_at" if _KEY[_checked(kind)] == "variant" else "trained_at"
+    return _rows(db, kind, f"ORDER BY {order} NULLS LAST")
 
 
 def newest(db: str | Path | None, kind: str, variant: str | None = None) -> dict | None:
     """The newest row of ``kind`` (of ``variant`` where given); None without a store, table or row."""
-    path = store.resolve_db(db)
-    if not path.is_file() or not store.table_exists(path, _checked(kind)):
-        return None
     where, params = ("WHERE variant = ?", [variant]) if variant is not None else ("", [])
-    rows = store.query(path, f'SELECT * FROM "{kind}" {where} ORDER BY trained_at DESC NULLS LAST LIMIT 1', params)
-    return rows.to_dicts()[0] if rows.height else None
+    rows = _rows(db, kind, f"{where} ORDER BY trained_at DESC NULLS LAST LIMIT 1", params)
+    return rows[0] if rows else None
 
 
 def newest_path(db: str | Path | None, kind: str, variant: str | None = None) -> str | None:

@@ -3,12 +3,17 @@
 DuckDB lets one process write *or* many processes read a file, never both at once. Every
 connection here is therefore short-lived (open, do one thing, close) and opening retries with
 back-off while another process holds the lock, so Dagster's multiprocess steps, asset checks
-and a user's SQL session take turns instead of failing.
+and a user's SQL session take turns instead of failing. A wait is never silent: its first failed
+attempt logs one line naming the holder (DuckDB's error names its PID; its command line is read
+from ``/proc``), and past the wait (``LOCK_WAIT_S``, or ``$SKILL_ASSETS_LOCK_WAIT_S``) it raises
+``StoreLockedError``, whose message says the same.
 """
 from __future__ import annotations
 
+import logging
 import os
 import random
+import re
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -21,6 +26,8 @@ import polars as pl
 DEFAULT_DB = "data/skill_assets.duckdb"
 DB_ENV = "SKILL_ASSETS_DB"
 LOCK_WAIT_S = 300.0
+#: seconds to wait for another process's lock instead of ``LOCK_WAIT_S``
+LOCK_WAIT_ENV = "SKILL_ASSETS_LOCK_WAIT_S"
 #: DuckDB's buffer pool otherwise grows to 80% of RAM; past this it spills to disk instead
 MEMORY_LIMIT = os.environ.get("SKILL_ASSETS_DUCKDB_MEMORY", "1GB")
 
@@ -30,18 +37,56 @@ def resolve_db(db_path: str | Path | None = None) -> Path:
     return Path(db_path or os.environ.get(DB_ENV) or DEFAULT_DB).expanduser()
 
 
+log = logging.getLogger(__name__)
+
+
+class StoreLockedError(FileNotFoundError, duckdb.IOException):
+    """The store stayed locked by another process for the whole wait; the message names the holder.
+
+    A ``FileNotFoundError`` (the store cannot be had, as when it is missing: callers that report a
+    missing store in one line report this one too) and DuckDB's ``IOException`` (what it replaces).
+    """
+
+
+def lock_wait_s() -> float:
+    """``$SKILL_ASSETS_LOCK_WAIT_S`` when it is a number of seconds, else ``LOCK_WAIT_S``."""
+    try:
+        return max(0.0, float(os.environ[LOCK_WAIT_ENV]))
+    except (KeyError, ValueError):
+        return LOCK_WAIT_S
+
+
 def _is_lock_error(exc: Exception) -> bool:
     text = str(exc).lower()
     return "lock" in text or "being used by another process" in text
 
 
+def lock_holder(exc: Exception) -> str:
+    """Who holds the lock, from DuckDB's error ("Conflicting lock is held in EXE (PID N)"): ``PID N (command
+    line)``, the command read from ``/proc`` where it can be, else DuckDB's program path; else 'another process'."""
+    match = re.search(r"held in (.*?) \(PID (\d+)\)", str(exc))
+    if match is None:
+        match = re.search(r"\(PID (\d+)\)", str(exc))
+        return f"PID {match.group(1)}" if match else "another process"
+    program, pid = match.groups()
+    try:
+        command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        command = ""
+    command = " ".join(command.split()) or program  # one line, whatever the command holds
+    return f"PID {pid} ({command[:200] + ' ...' if len(command) > 200 else command})"
+
+
 @contextmanager
-def connect(path: str | Path, read_only: bool = False, wait_s: float = LOCK_WAIT_S,
+def connect(path: str | Path, read_only: bool = False, wait_s: float | None = None,
             memory_limit: str = MEMORY_LIMIT, config: dict | None = None) -> Iterator[duckdb.DuckDBPyConnection]:
     """A short-lived connection (retried while another process holds the file); ``config`` adds DuckDB settings.
 
+    While another process holds the file it waits ``wait_s`` (default: ``lock_wait_s()``), saying so
+    in one log line at the first refusal, then raises ``StoreLockedError`` naming the holder.
     ``lock_configuration`` in ``config`` is applied last, so this module's own settings still take.
     """
+    wait_s = lock_wait_s() if wait_s is None else wait_s
     config = dict(config or {})
     lock = config.pop("lock_configuration", False)
     path = Path(path)
@@ -49,14 +94,21 @@ def connect(path: str | Path, read_only: bool = False, wait_s: float = LOCK_WAIT
         raise FileNotFoundError(f"DuckDB store {path} does not exist yet: materialize the assets first")
     path.parent.mkdir(parents=True, exist_ok=True)
     deadline = time.monotonic() + wait_s
-    delay = 0.05
+    delay, told = 0.05, False
     while True:
         try:
             con = duckdb.connect(str(path), read_only=read_only, config={"memory_limit": memory_limit, **config})
             break
         except (duckdb.IOException, duckdb.ConnectionException) as exc:
-            if not _is_lock_error(exc) or time.monotonic() > deadline:
+            if not _is_lock_error(exc):
                 raise
+            if time.monotonic() > deadline:
+                raise StoreLockedError(f"DuckDB store {path} is locked by {lock_holder(exc)}: gave up after waiting "
+                                       f"{wait_s:g} s (${LOCK_WAIT_ENV} sets the wait)") from exc
+            if not told:
+                log.warning("DuckDB store %s is locked by %s; waiting up to %g s for it (%s sets the wait)",
+                            path, lock_holder(exc), wait_s, "$" + LOCK_WAIT_ENV)
+                told = True
             time.sleep(delay * (1 + random.random()))
             delay = min(delay * 2, 2.0)
     try:

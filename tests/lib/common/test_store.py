@@ -1,3 +1,5 @@
+import logging
+import os
 import subprocess
 import sys
 import textwrap
@@ -8,7 +10,16 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
-from skill_assets.lib.common.store import connect, query, read_table, replace_table, table_exists, upsert_rows
+from skill_assets.lib.common import model_registry
+from skill_assets.lib.common.store import (
+    StoreLockedError,
+    connect,
+    query,
+    read_table,
+    replace_table,
+    table_exists,
+    upsert_rows,
+)
 
 
 def _frame():
@@ -117,3 +128,91 @@ def test_reader_waits_for_writer_process(tmp_path):
         assert time.monotonic() - locked_at >= 0.8
     finally:
         proc.wait(timeout=30)
+
+
+#: holds the store for writing until its stdin is closed
+HOLD_UNTIL_TOLD = textwrap.dedent("""
+    import sys, duckdb
+    con = duckdb.connect(sys.argv[1])
+    con.execute("CREATE OR REPLACE TABLE router_fusion AS SELECT 'folder' AS path, NULL::TIMESTAMP AS trained_at")
+    print("locked", flush=True)
+    sys.stdin.read()
+    con.close()
+""")
+
+
+def hold_until_told(db) -> subprocess.Popen:
+    proc = subprocess.Popen([sys.executable, "-c", HOLD_UNTIL_TOLD, str(db)], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "locked"
+    return proc
+
+
+def test_a_locked_store_is_named_with_its_holder_at_once_and_refused_in_one_error(tmp_path, caplog, monkeypatch):
+    """Issue 31, finding 9: the router waited 301 s in silence, then raised DuckDB's `Could not set lock`."""
+    db = tmp_path / "locked.duckdb"
+    monkeypatch.setenv("SKILL_ASSETS_LOCK_WAIT_S", "0.5")
+    proc = hold_until_told(db)
+    try:
+        with caplog.at_level(logging.WARNING, logger="skill_assets.lib.common.store"):
+            with pytest.raises(StoreLockedError) as refused:
+                model_registry.newest(db, model_registry.FUSION)
+        assert isinstance(refused.value, FileNotFoundError) and isinstance(refused.value, duckdb.IOException)
+        assert f"PID {proc.pid} (" in str(refused.value) and "HOLD_UNTIL_TOLD" not in str(refused.value)
+        assert "-c import sys, duckdb con = duckdb.connect" in str(refused.value)  # its command line, from /proc
+        [told] = [r.getMessage() for r in caplog.records]
+        assert "waiting" in told and f"PID {proc.pid} (" in told and str(db) in told
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_a_reader_told_to_wait_gets_in_once_the_holder_lets_go(tmp_path, monkeypatch):
+    """The waiting line comes while the reader waits (here it is what makes the holder let go), and the read then
+    succeeds: no timing is assumed."""
+    db = tmp_path / "locked.duckdb"
+    proc = hold_until_told(db)
+    told: list[str] = []
+
+    class LetGo(logging.Handler):
+        def emit(self, record):
+            told.append(record.getMessage())
+            proc.stdin.close()
+
+    handler = LetGo(logging.WARNING)
+    logging.getLogger("skill_assets.lib.common.store").addHandler(handler)
+    monkeypatch.setenv("SKILL_ASSETS_LOCK_WAIT_S", "600")
+    try:
+        assert model_registry.newest(db, model_registry.FUSION)["path"] == "folder"
+        assert len(told) == 1 and f"PID {proc.pid}" in told[0]
+        assert proc.wait() == 0
+    finally:
+        logging.getLogger("skill_assets.lib.common.store").removeHandler(handler)
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def test_route_on_a_locked_store_says_who_holds_it_then_gives_up_in_one_line(tmp_path):
+    """`skill-assets route --db STORE` on a store another process writes: the waiting line names the holder,
+    and past the wait ($SKILL_ASSETS_LOCK_WAIT_S) one error line, exit 2, no traceback."""
+    db = tmp_path / "store.duckdb"
+    pool = tmp_path / "pool" / "one"
+    pool.mkdir(parents=True)
+    (pool / "SKILL.md").write_text("---\nname: one\ndescription: a skill\n---\nbody\n")
+    proc = hold_until_told(db)
+    try:
+        done = subprocess.run([sys.executable, "-m", "skill_assets.router.cli", "route", "--db", str(db),
+                               "--pool", str(pool.parent), "--query", "anything", "--cache-dir", str(tmp_path / "c")],
+                              capture_output=True, text=True, timeout=600,
+                              env=os.environ | {"SKILL_ASSETS_LOCK_WAIT_S": "1"})
+    finally:
+        proc.kill()
+        proc.wait()
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert "Traceback" not in done.stderr
+    lines = done.stderr.splitlines()
+    [error] = [i for i, line in enumerate(lines) if line.startswith("skill-assets route: error:")]
+    [waiting] = [i for i, line in enumerate(lines) if "waiting up to 1 s" in line]
+    assert waiting < error and all(f"PID {proc.pid} (" in lines[i] for i in (waiting, error)), lines
+    assert str(db) in lines[error] and "SKILL_ASSETS_LOCK_WAIT_S" in lines[error]

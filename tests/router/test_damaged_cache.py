@@ -3,6 +3,10 @@
 Each case damages what a crash, a full disk or a careless hand leaves: a truncated embedding shard,
 unparsable shard ids, a truncated BM25 array, an empty ``vocab.json``. The index built over the
 damaged cache must equal one built from scratch, and the damaged file must be gone.
+
+Issue 31, finding 11: a file that still loads can be wrong (NaN written over a row of a valid
+``.npy``, two ids swapped) and was used in silence; shards now carry checksums, and the log line
+names the file at fault.
 """
 from __future__ import annotations
 
@@ -13,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from skill_assets.lib.common.cache_files import sealed_json
 from skill_assets.lib.retrieval.document_cache import EmbeddingStore, embed_documents
 from skill_assets.lib.retrieval.lexical import LexicalIndex
 
@@ -51,8 +56,9 @@ def test_a_damaged_embedding_shard_is_re_encoded_with_one_log_line(tmp_path, cap
         ids.write_text('["abc", "de')
     elif damage == "ids_not_a_list":
         ids.write_text('{"a": 1}')
-    else:
-        ids.write_text(json.dumps(json.loads(ids.read_text())[:-1]))
+    else:  # one id fewer than rows, in a manifest whose own checksum is right
+        manifest = json.loads(ids.read_text())["content"]
+        ids.write_text(sealed_json(manifest | {"hashes": manifest["hashes"][:-1]}))
     caplog.set_level(logging.WARNING)
     calls: list[list[str]] = []
     got, cached, encoded = embed_documents(DOCS, store, _encoder(calls), lambda m: None)
@@ -62,6 +68,55 @@ def test_a_damaged_embedding_shard_is_re_encoded_with_one_log_line(tmp_path, cap
     caplog.clear()
     again, cached, encoded = embed_documents(DOCS, store, _encoder(calls), lambda m: None)
     assert (cached, encoded) == (len(DOCS), 0) and np.array_equal(again, want) and not _damaged_lines(caplog)
+
+
+def _swap_two_ids(ids: Path) -> None:
+    """Swap the first two text hashes of a shard, as a careless hand would: nothing else in the file changes."""
+    text = ids.read_text()
+    raw = json.loads(text)
+    hashes = raw if isinstance(raw, list) else raw["content"]["hashes"]
+    ids.write_text(text.replace(hashes[0], "<first>").replace(hashes[1], hashes[0]).replace("<first>", hashes[1]))
+
+
+def _nan_in_a_row(npy: Path) -> None:
+    """NaN over one value of the second row, saved as a valid .npy of the same shape and dtype."""
+    arr = np.load(npy)
+    arr[1, 0] = np.nan
+    np.save(npy, arr)
+
+
+@pytest.mark.parametrize("damage,at_fault", [("nan_in_a_row", ".npy"), ("swapped_ids", ".ids.json")])
+def test_a_shard_that_loads_but_is_wrong_is_re_encoded_naming_the_file_at_fault(tmp_path, caplog, damage, at_fault):
+    """NaN in an otherwise valid .npy changed the ranking, and two swapped ids gave two documents each other's rows,
+    with no log line (issue 31, finding 11)."""
+    store, ids, want = _one_shard(tmp_path)
+    npy = ids.with_name(ids.name.replace(".ids.json", ".npy"))
+    _nan_in_a_row(npy) if damage == "nan_in_a_row" else _swap_two_ids(ids)
+    caplog.set_level(logging.WARNING)
+    calls: list[list[str]] = []
+    got, cached, encoded = embed_documents(DOCS, store, _encoder(calls), lambda m: None)
+    assert np.array_equal(got, want) and (cached, encoded) == (0, len(DOCS))
+    [line] = _damaged_lines(caplog)
+    named = (npy if at_fault == ".npy" else ids).name
+    assert f"{store.directory / named} (" in line  # the file at fault, not its partner
+    assert not ids.exists() and not npy.exists()
+    caplog.clear()
+    again, cached, encoded = embed_documents(DOCS, store, _encoder(calls), lambda m: None)
+    assert (cached, encoded) == (len(DOCS), 0) and np.array_equal(again, want) and not caplog.records
+
+
+def test_shards_written_before_checksums_are_removed_with_one_line_and_re_encoded(tmp_path, caplog):
+    store = EmbeddingStore(tmp_path / "emb")
+    for part in (DOCS[:2], DOCS[2:]):  # two shards, then rewritten as the previous version wrote them
+        embed_documents(part, store, _encoder([]), lambda m: None)
+    for ids in store.directory.glob("*.ids.json"):
+        ids.write_text(json.dumps(json.loads(ids.read_text())["content"]["hashes"]))  # a bare list of hashes
+    caplog.set_level(logging.WARNING)
+    _, cached, encoded = embed_documents(DOCS, store, _encoder([]), lambda m: None)
+    assert (cached, encoded) == (0, len(DOCS))
+    [line] = [r.getMessage() for r in caplog.records]
+    assert "2 embedding cache shards written without checksums" in line and str(store.directory) in line
+    assert len(list(store.directory.glob("*.ids.json"))) == 1  # only the new shard
 
 
 def test_shards_are_written_through_a_private_temporary_path(tmp_path):

@@ -7,9 +7,16 @@ file or the whole new one, never part of either, and two writers never share a h
 A ``kill -9`` can still leave a temporary path behind; the next writer in that folder removes the
 ones whose process is gone. A reader that finds a cache file it cannot use calls ``discard_damaged``:
 one log line, the file is removed, and the caller rebuilds it, instead of failing on every run.
+
+A file that loads can still be wrong: a flipped byte, NaN written over a row, two ids swapped by
+hand. So a cache's manifest records a checksum of each file it describes (``file_checksum``) and
+of its own content (``sealed_json`` / ``unseal_json``), and a reader compares them before it uses
+anything: a mismatch is a damaged file like any other.
 """
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 import os
 import re
@@ -88,6 +95,39 @@ def atomic_output(target: Path) -> Iterator[Path]:
 def write_text_atomic(target: Path, text: str) -> None:
     with atomic_output(target) as tmp:
         tmp.write_text(text, encoding="utf-8")
+
+
+def checksum(data: bytes) -> str:
+    """The checksum a cache records for ``data``: its SHA-256, hex."""
+    return hashlib.sha256(data).hexdigest()
+
+
+def file_checksum(path: Path) -> str:
+    """``checksum`` of a file's bytes, read in chunks (a memory-mapped array is read once more, never held)."""
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        while chunk := fh.read(1 << 20):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _canonical(content: object) -> bytes:
+    return json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def sealed_json(content: object) -> str:
+    """``content`` as JSON beside the checksum of its canonical form: ``{"sha256": ..., "content": ...}``."""
+    return json.dumps({"sha256": checksum(_canonical(content)), "content": content})
+
+
+def unseal_json(text: str) -> object:
+    """The content of a ``sealed_json`` text; ValueError when it is not JSON, not sealed, or was changed since."""
+    sealed = json.loads(text)
+    if not (isinstance(sealed, dict) and isinstance(sealed.get("sha256"), str) and "content" in sealed):
+        raise ValueError("no checksum: not a sealed cache manifest")
+    if checksum(_canonical(sealed["content"])) != sealed["sha256"]:
+        raise ValueError("content does not match its checksum")
+    return sealed["content"]
 
 
 def discard_damaged(path: Path, why: str) -> None:

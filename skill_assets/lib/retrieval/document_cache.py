@@ -1,10 +1,13 @@
 """The pool index's on-disk cache: skill-document embeddings per model, keyed by the hash of each text.
 
 Indexing the same pool again, or a pool that mostly overlaps an earlier one, encodes only what is new.
+Every shard carries checksums of its content, checked before its rows are used (``EmbeddingStore``).
 """
 from __future__ import annotations
 
+import io
 import json
+import logging
 import time
 import uuid
 from collections.abc import Callable
@@ -13,19 +16,47 @@ from pathlib import Path
 
 import numpy as np
 
-from skill_assets.lib.common.cache_files import atomic_output, discard_damaged, write_text_atomic
+from skill_assets.lib.common.cache_files import (
+    atomic_output,
+    checksum,
+    discard_damaged,
+    file_checksum,
+    sealed_json,
+    unseal_json,
+    write_text_atomic,
+)
 from skill_assets.lib.common.embedding_cache import encode_in_chunks
 from skill_assets.lib.common.hashing import digest
 
 #: part of every cache key; v2: the document encoder backend is part of the key
 CACHE_FORMAT = "v2"
+_log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class _Shard:
+    """One shard whose ids file passed its checks: its text hashes, its rows (memory-mapped), what to verify."""
+
+    hashes: list[str]
+    rows: np.ndarray
+    npy: Path
+    npy_checksum: str
+
+
+#: what ``_read_shard`` answers for a shard written before shards carried checksums
+_UNSEALED = "unsealed"
 
 
 class EmbeddingStore:
-    """Embeddings of document texts for one model, as shards ``<id>.npy`` + ``<id>.ids.json`` (text hashes).
+    """Embeddings of document texts for one model, as shards ``<id>.npy`` + ``<id>.ids.json``.
 
-    A shard's JSON is written after its array (both through ``atomic_output``), so a reader only sees
-    complete shards; concurrent writers simply add shards; a damaged shard is discarded and re-encoded.
+    The ids file is the shard's manifest, sealed with the checksum of its content (``sealed_json``):
+    the text hash of each row and the checksum of the array. It is written after its array (both
+    through ``atomic_output``), so a reader only sees complete shards; concurrent writers simply add
+    shards. Before a shard's rows are used, the manifest is checked against its own checksum (two ids
+    swapped), the array against the checksum the manifest records and its rows for NaN or inf (a row
+    overwritten): a damaged shard is discarded with one log line naming the file at fault, and its
+    documents are encoded again.
     """
 
     def __init__(self, directory: Path) -> None:
@@ -34,8 +65,9 @@ class EmbeddingStore:
     def lookup(self, hashes: list[str]) -> tuple[np.ndarray | None, np.ndarray]:
         """(rows for the hashes found, or None; boolean mask of which hashes were found).
 
-        A shard that cannot be read (a truncated array, unparsable ids, the two of different lengths) is
-        discarded with one log line and its documents count as misses, so they are encoded again.
+        A shard that cannot be read or fails its checks is discarded with one log line and its documents
+        count as misses, so they are encoded again. Shards written before shards carried checksums are
+        removed the same way, with one line for all of them.
         """
         wanted: dict[str, list[int]] = {}
         for i, h in enumerate(hashes):
@@ -44,13 +76,16 @@ class EmbeddingStore:
         out: np.ndarray | None = None
         if not self.directory.is_dir():
             return out, found
+        unsealed = 0
         for ids_file in sorted(self.directory.glob("*.ids.json")):
             shard = self._read_shard(ids_file)
             if shard is None:
                 continue
-            shard_hashes, arr = shard
+            if isinstance(shard, str):  # _UNSEALED
+                unsealed += 1
+                continue
             take_src, take_dst = [], []
-            for j, h in enumerate(shard_hashes):
+            for j, h in enumerate(shard.hashes):
                 for i in wanted.get(h, ()):
                     if not found[i]:  # identical documents under several ids all take this row
                         take_src.append(j)
@@ -58,38 +93,71 @@ class EmbeddingStore:
                         found[i] = True
             if not take_src:
                 continue
+            rows = self._verified_rows(ids_file, shard, take_src)
+            if rows is None:
+                found[take_dst] = False
+                continue
             if out is None:
-                out = np.zeros((len(hashes), arr.shape[1]), dtype=np.float32)
-            out[take_dst] = arr[take_src]
+                out = np.zeros((len(hashes), rows.shape[1]), dtype=np.float32)
+            out[take_dst] = rows
             if found.all():
                 break
+        if unsealed:
+            _log.warning("removed %d embedding cache shards written without checksums (by an older version) in %s; "
+                         "their documents are encoded again", unsealed, self.directory)
         return out, found
 
     @staticmethod
-    def _read_shard(ids_file: Path) -> tuple[list[str], np.ndarray] | None:
-        """(text hashes, memory-mapped rows) of one shard, or None after discarding a damaged one."""
+    def _read_shard(ids_file: Path) -> _Shard | str | None:
+        """The shard of one ids file; ``_UNSEALED`` (both files removed) for one written before checksums;
+        None after discarding a damaged one."""
         npy = ids_file.with_name(ids_file.name[: -len(".ids.json")] + ".npy")
         try:
-            shard_hashes = json.loads(ids_file.read_text())
+            text = ids_file.read_text()
+            if isinstance(json.loads(text), list):  # the format before checksums: a bare list of hashes
+                ids_file.unlink(missing_ok=True)
+                npy.unlink(missing_ok=True)
+                return _UNSEALED
+            manifest = unseal_json(text)
             arr = np.load(npy, mmap_mode="r")
         except (OSError, ValueError, EOFError) as exc:  # JSONDecodeError is a ValueError
             why = f"{type(exc).__name__}: {exc}"[:200]
         else:
-            if not (isinstance(shard_hashes, list) and all(isinstance(h, str) for h in shard_hashes)):
-                why = "ids are not a list of text hashes"
+            shard_hashes = manifest.get("hashes") if isinstance(manifest, dict) else None
+            if not (isinstance(shard_hashes, list) and all(isinstance(h, str) for h in shard_hashes)
+                    and isinstance(manifest.get("npy_sha256"), str)):
+                why = "not a list of text hashes with the array's checksum"
             elif arr.ndim != 2 or arr.dtype != np.float32 or len(arr) != len(shard_hashes):
                 why = f"array {arr.dtype}{arr.shape} does not hold {len(shard_hashes)} float32 rows"
             else:
-                return shard_hashes, arr
+                return _Shard(shard_hashes, arr, npy, manifest["npy_sha256"])
         discard_damaged(ids_file, why)  # the ids go first: without them the array is never read
         npy.unlink(missing_ok=True)
         return None
 
+    @staticmethod
+    def _verified_rows(ids_file: Path, shard: _Shard, take: list[int]) -> np.ndarray | None:
+        """The rows ``take`` of a shard whose array matches its recorded checksum and holds only finite values;
+        else None, the shard discarded with one line naming the array."""
+        if file_checksum(shard.npy) != shard.npy_checksum:
+            why = f"its content does not match the checksum recorded in {ids_file.name}"
+        else:
+            rows = np.asarray(shard.rows[take], dtype=np.float32)
+            if np.isfinite(rows).all():
+                return rows
+            why = "NaN or infinite values in its rows"
+        ids_file.unlink(missing_ok=True)  # the ids go first: without them the array is never read
+        discard_damaged(shard.npy, why)
+        return None
+
     def add(self, hashes: list[str], embeddings: np.ndarray) -> None:
         shard = f"{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}"
-        with atomic_output(self.directory / f"{shard}.npy") as tmp, tmp.open("wb") as fh:
-            np.save(fh, np.ascontiguousarray(embeddings, dtype=np.float32))
-        write_text_atomic(self.directory / f"{shard}.ids.json", json.dumps(hashes))
+        buf = io.BytesIO()
+        np.save(buf, np.ascontiguousarray(embeddings, dtype=np.float32))
+        with atomic_output(self.directory / f"{shard}.npy") as tmp:
+            tmp.write_bytes(buf.getvalue())
+        write_text_atomic(self.directory / f"{shard}.ids.json",
+                          sealed_json({"hashes": hashes, "npy_sha256": checksum(buf.getvalue())}))
 
 
 @dataclass(frozen=True)

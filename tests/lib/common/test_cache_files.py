@@ -7,7 +7,14 @@ import sys
 
 import pytest
 
-from skill_assets.lib.common.cache_files import atomic_output, write_text_atomic
+from skill_assets.lib.common.cache_files import (
+    atomic_output,
+    checksum,
+    file_checksum,
+    sealed_json,
+    unseal_json,
+    write_text_atomic,
+)
 
 
 def test_a_failed_write_leaves_the_old_file_and_no_temporary(tmp_path):
@@ -47,3 +54,22 @@ def test_the_temporary_keeps_the_suffix(tmp_path):
         assert tmp.suffix == ".onnx" and tmp.parent == tmp_path and tmp.name.startswith(".model_int8.")
         tmp.write_bytes(b"x")
     assert (tmp_path / "model_int8.onnx").read_bytes() == b"x"
+
+
+def test_a_sealed_manifest_reads_back_and_any_change_to_it_is_refused():
+    """A cache manifest carries the checksum of its content (issue 31, finding 11): two ids swapped by hand,
+    or a manifest without a checksum, is refused."""
+    content = {"hashes": ["a1", "b2", "c3"], "npy_sha256": checksum(b"rows")}
+    text = sealed_json(content)
+    assert unseal_json(text) == content
+    swapped = text.replace('"a1"', '"x"').replace('"b2"', '"a1"').replace('"x"', '"b2"')
+    with pytest.raises(ValueError, match="does not match its checksum"):
+        unseal_json(swapped)
+    with pytest.raises(ValueError, match="no checksum"):
+        unseal_json('["a1", "b2", "c3"]')
+
+
+def test_a_file_checksum_is_the_checksum_of_its_bytes(tmp_path):
+    path = tmp_path / "rows.npy"
+    path.write_bytes(b"x" * (3 << 20) + b"tail")  # more than one read
+    assert file_checksum(path) == checksum(b"x" * (3 << 20) + b"tail") != checksum(b"x" * (3 << 20) + b"tale")

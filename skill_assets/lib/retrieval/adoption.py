@@ -10,9 +10,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from skill_assets.lib.common.bundled_models import bundled_minilm
 from skill_assets.lib.retrieval.adoption_rule import DEV_METRIC, Verdict, judge
-from skill_assets.lib.retrieval.defaults import shipped_router
+from skill_assets.lib.retrieval.defaults import shipped_embedder, shipped_router
 from skill_assets.lib.retrieval.engine import Engine
 from skill_assets.lib.retrieval.pools import Skill
 from skill_assets.lib.retrieval.requests import Request, group_metrics
@@ -27,7 +26,7 @@ def routed_metric(engine: Engine, requests: Sequence[Request], use_reranker: boo
 def adoption_verdicts(requests: Sequence[Request], fitted: Engine, skills: Sequence[Skill],
                       reranker: tuple[str, int] | None = None) -> dict[str, Verdict]:
     """The rule's verdicts on a fusion just fitted (``fitted``, indexed over ``skills``) and on a store's reranker
-    (``(path, train requests)``), both on the fusion's dev split. The shipped router (bundled MiniLM) is indexed
+    (``(path, train requests)``), both on the fusion's dev split. The shipped router (its tuned MiniLM) is indexed
     over the same pool only when a comparison is due."""
     train, dev = ({r.id for r in requests if r.split == s} for s in ("train", "dev"))
     dev_requests = [r for r in requests if r.split == "dev"]
@@ -37,7 +36,7 @@ def adoption_verdicts(requests: Sequence[Request], fitted: Engine, skills: Seque
     def shipped_engine() -> Engine:
         if not shipped:
             fusion, cut = shipped_router()
-            shipped.append(Engine(bundled_minilm(), cache_dir=fitted.cache_dir, fusion=fusion, selection=cut,
+            shipped.append(Engine(shipped_embedder(), cache_dir=fitted.cache_dir, fusion=fusion, selection=cut,
                                   log=fitted.log))
             shipped[0].index(list(skills))
         return shipped[0]

@@ -15,12 +15,17 @@ from pathlib import Path
 from skill_assets.lib.common import model_registry as registry
 from skill_assets.lib.common.bundled_models import bundled_minilm
 from skill_assets.lib.common.store import resolve_db
+from skill_assets.lib.common.tuned_layers import materialise
 from skill_assets.lib.retrieval.adoption_rule import recorded_verdict
 from skill_assets.lib.retrieval.fusion import FusionModel
 from skill_assets.lib.retrieval.fusion_training import load_router_model
 from skill_assets.lib.retrieval.selection import SelectionCut
 
 SHIPPED_DIR = Path(__file__).resolve().parent / "shipped"
+#: the shipped bi-encoder: the bundled MiniLM's fine-tuned top layers (``router.shipped_embedder`` builds them)
+SHIPPED_EMBEDDER_DIR = SHIPPED_DIR / "embedder"
+TUNED_FILE = "tuned_layers.safetensors"
+MODEL_CACHE = Path("~/.cache/skill-assets/models")
 #: the lexical path of a router folder: a fusion and cut fitted on BM25 alone, which answer while the encoders'
 #: indexes build (``Engine.start_index``)
 LEXICAL_SUBDIR = "lexical"
@@ -29,6 +34,13 @@ LEXICAL_SUBDIR = "lexical"
 def shipped_router() -> tuple[FusionModel, SelectionCut | None]:
     """The shipped fusion model and its selection cut."""
     return load_router_model(SHIPPED_DIR)
+
+
+def shipped_embedder(cache_root: str | Path = MODEL_CACHE) -> str:
+    """The bi-encoder the shipped router was fitted with: the bundled MiniLM with the shipped tuned layers in place
+    (materialised once into ``cache_root``), or the bundled MiniLM itself where the package ships none."""
+    tuned = SHIPPED_EMBEDDER_DIR / TUNED_FILE
+    return str(materialise(bundled_minilm(), tuned, cache_root)) if tuned.is_file() else bundled_minilm()
 
 
 def lexical_router(fusion_dir: str | Path) -> tuple[FusionModel, SelectionCut | None]:
@@ -52,7 +64,7 @@ class RouterParts:
 def default_parts(db_path: str | Path | None) -> RouterParts:
     """The shipped router, unless the store's newest fusion passes the adoption rule on the evidence its row
     records; its reranker only where that reranker's recorded evidence passes too."""
-    shipped = RouterParts(str(SHIPPED_DIR), bundled_minilm(), None, ())
+    shipped = RouterParts(str(SHIPPED_DIR), shipped_embedder(), None, ())
     row = registry.newest(db_path, registry.FUSION)
     if row is None:
         return shipped

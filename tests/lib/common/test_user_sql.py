@@ -1,0 +1,126 @@
+"""The read-only SQL check on hostile files (issue 31, finding 12); the command's own refusals are in
+tests/test_cli.py.
+
+Every hostile case is a 1 MB file: the check returns the statements or refuses in one line, nothing
+else escapes, and its work is linear in the file. No wall-clock time is asserted: each case runs
+under a 120 s timeout, which the old check overran by far (it decoded the text before every token
+again: 0.15 s at 72 KB, 21 s at 1.34 MB; a 200 KB list of "é," took 16 s, so 1 MB takes minutes).
+"""
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from skill_assets.lib.common.user_sql import UserSqlError, checked_statements
+
+MB = 1_000_000
+
+
+def _repeated(unit: str, n: int) -> str:
+    return (unit * (n // len(unit) + 1))[:n]
+
+
+def _random_text(n: int, seed: int, surrogates: bool) -> str:
+    rng = random.Random(seed)
+    points = [rng.randrange(0x110000) for _ in range(n)]
+    return "".join(chr(p) if surrogates or not 0xD800 <= p < 0xE000 else "?" for p in points)
+
+
+def _list(item: str, n: int) -> str:
+    return _repeated(item + ",", n - 10) + "1"
+
+
+#: name -> a hostile SQL file of about n characters (built when its test runs)
+HOSTILE = {
+    "spaces": lambda n: _repeated(" ", n),
+    "newlines": lambda n: _repeated("\n", n),
+    "open_parens": lambda n: "SELECT " + _repeated("(", n),
+    "nested_parens": lambda n: "SELECT " + "(" * (n // 2) + "1" + ")" * (n // 2),
+    "nested_calls": lambda n: "SELECT " + "abs(" * (n // 5) + "1" + ")" * (n // 5),
+    "single_quotes": lambda n: _repeated("'", n),
+    "double_quotes": lambda n: _repeated('"', n),
+    "unterminated_string": lambda n: "SELECT '" + _repeated("é", n),
+    "unterminated_comment": lambda n: "SELECT 1 /* " + _repeated("…", n),
+    "keywords": lambda n: _repeated("SELECT ", n),
+    "statements": lambda n: _repeated("SELECT 1;", n),
+    "explains": lambda n: _repeated("EXPLAIN SELECT 1;", n),
+    "ascii_list": lambda n: "SELECT " + _list("1", n),
+    "accented_list": lambda n: "SELECT " + _list("é", n),
+    "chinese_literals": lambda n: "SELECT " + _list("'路由'", n),
+    "emoji_list": lambda n: "SELECT " + _list("😀", n),
+    "explained_list": lambda n: "EXPLAIN (FORMAT json) SELECT " + _list("é", n),
+    "calls": lambda n: "SELECT " + _list("lower('x')", n),
+    "quoted_names": lambda n: "SELECT " + _list('"é""x"', n),
+    "comment_then_query": lambda n: "-- " + _repeated("哪个系统… ", n) + "\nSELECT 1",
+    "nuls": lambda n: _repeated("\x00", n),
+    "query_then_nuls": lambda n: "SELECT 1" + _repeated("\x00", n),
+    "lone_surrogates": lambda n: "SELECT '" + _repeated("\ud800", n) + "'",
+    "random_unicode": lambda n: _random_text(n, 12, surrogates=False),
+    "random_unicode_surrogates": lambda n: _random_text(n, 12, surrogates=True),
+}
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("case", sorted(HOSTILE))
+def test_hostile_sql_is_checked_or_refused_in_one_line(case):
+    sql = HOSTILE[case](MB)
+    try:
+        statements = checked_statements(sql, "q.sql")
+    except UserSqlError as exc:
+        assert str(exc).startswith("q.sql: ") and len(str(exc).splitlines()) == 1
+    else:
+        assert statements and all(isinstance(s, str) for s in statements)
+
+
+#: name -> (a 1 MB file whose last statement calls a connection-changing function, that function)
+LATE_CALLS = {
+    "after_accented_list": lambda: ("SELECT " + _list("é", MB) + ", enable_logging()", "enable_logging"),
+    "after_chinese_comment": lambda: ("-- " + _repeated("哪个… ", MB) + "\nSELECT 1 FROM checkpoint()", "checkpoint"),
+    "explained_after_literals": lambda: ("EXPLAIN ANALYZE SELECT " + _list("'路由'", MB) + ", x FROM query('SELECT 1')",
+                                         "query"),
+    "after_statements": lambda: ("SELECT '…'; " * 80_000 + 'SELECT "Enable_Logging"()', "enable_logging"),
+}
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("case", sorted(LATE_CALLS))
+def test_a_changing_call_after_a_megabyte_of_text_is_refused(case):
+    """The call's offset is counted past a megabyte of multi-byte characters, in one pass."""
+    sql, call = LATE_CALLS[case]()
+    with pytest.raises(UserSqlError, match=rf"a call of {call}\(\)"):
+        checked_statements(sql, "q.sql")
+
+
+@pytest.mark.parametrize("sql, verdict", [
+    ("SELECT 'enable_logging(' AS s, '路由' AS t", None),
+    ("SELECT \"enable_logging\"()", "a call of enable_logging()"),
+    ("EXPLAIN SELECT 1", None),
+    ("explain analyse SELECT 1", None),
+    ("EXPLAIN (FORMAT json) SELECT '…' AS x", None),
+    ("EXPLAIN (FORMAT json) SELECT query('SELECT 1')", "a call of query()"),
+    ("EXPLAIN ANALYZE CREATE TABLE u AS SELECT 1", "EXPLAIN of CREATE"),
+    ("EXPLAIN SELECT 1; EXPLAIN INSERT INTO t VALUES (1)", "statement 2 is EXPLAIN of INSERT"),
+    ("-- …\nEXPLAIN /* 哪个 */ SELECT * FROM range(3)", None),
+    ("SELECT 1; CALL duckdb_tables()", "statement 2 is CALL"),
+])
+def test_verdicts_on_ordinary_files(sql, verdict):
+    if verdict is None:
+        assert len(checked_statements(sql, "q.sql")) == len(sql.split(";"))
+    else:
+        with pytest.raises(UserSqlError, match=verdict.replace("(", r"\(").replace(")", r"\)")):
+            checked_statements(sql, "q.sql")
+
+
+def test_text_that_is_not_utf8_is_refused():
+    """A lone surrogate made DuckDB's binding raise TypeError instead of a one-line refusal."""
+    with pytest.raises(UserSqlError, match="character 8 is not valid UTF-8"):
+        checked_statements("SELECT '\ud800'", "q.sql")
+
+
+@pytest.mark.parametrize("sql", ["SELECT '" + "é" * 10_000, "SELECT 1 /* " + "…" * 10_000], ids=["string", "comment"])
+def test_a_parser_error_quoting_kilobytes_of_non_ascii_is_a_one_line_refusal(sql):
+    """DuckDB cuts its message after about 8 KB, inside a character: UnicodeDecodeError escaped the check."""
+    with pytest.raises(UserSqlError) as refused:
+        checked_statements(sql, "q.sql")
+    assert len(str(refused.value).splitlines()) == 1

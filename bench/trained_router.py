@@ -4,8 +4,9 @@
 
 Pool: every SKILL.md of the shared GitHub corpus. Systems: BM25, USE multilingual, the bundled MiniLM
 (``dense:base``) and the shipped fine-tuned one (``dense:tuned``) alone; ``router:before``, the shipped
-router of ``--before-rev`` (its fusion and cut over BM25, the bundled MiniLM and USE); ``router:shipped``,
-what ``Router.from_store`` gives with no store. Sets: the meaning-only dev split, the curated dev split,
+router of ``--before-rev`` (its fusion and cut over BM25, the bundled MiniLM and USE);
+``router:before+tuned``, the same fusion and cut with the tuned MiniLM as its dense signal;
+``router:shipped``, what ``Router.from_store`` gives with no store. Sets: the meaning-only dev split, the curated dev split,
 the styles dev set, and the demo benchmark (82 hand-written requests over the 57 demo skills, its own pool).
 Every figure is a mean over requests with a 95 % bootstrap interval of the paired difference against
 ``router:before``; ``--test`` scores the meaning-only and curated test splits once, at the end of the
@@ -34,7 +35,7 @@ from skill_assets.defs.resources import DEMO_SKILLS  # noqa: E402
 from skill_assets.lib.common.bundled_models import bundled_minilm  # noqa: E402
 from skill_assets.lib.common.significance import bootstrap_interval  # noqa: E402
 from skill_assets.lib.evaluation.curated_benchmark import load_requests  # noqa: E402
-from skill_assets.lib.retrieval.defaults import shipped_embedder  # noqa: E402
+from skill_assets.lib.retrieval.defaults import shipped_embedder, tuned_embedder  # noqa: E402
 from skill_assets.lib.retrieval.engine import Engine  # noqa: E402
 from skill_assets.lib.retrieval.fusion_training import load_router_model  # noqa: E402
 from skill_assets.lib.retrieval.pools import Skill, load_pool  # noqa: E402
@@ -96,8 +97,9 @@ def score_set(name: str, requests: list[Request], engines: dict[str, Engine], lo
     runs = {"bm25": signal_rankings(engines["before"], requests, "bm25"),
             "multilingual": signal_rankings(engines["before"], requests, "multilingual"),
             "dense:base": signal_rankings(engines["before"], requests, "dense"),
-            "dense:tuned": signal_rankings(engines["shipped"], requests, "dense"),
+            "dense:tuned": signal_rankings(engines["tuned"], requests, "dense"),
             "router:before": routed(engines["before"], requests),
+            "router:before+tuned": routed(engines["tuned"], requests),
             "router:shipped": routed(engines["shipped"], requests)}
     values = {k: per_request(v, requests) for k, v in runs.items()}
     before = values["router:before"]
@@ -120,9 +122,11 @@ def engines_over(skills: list[Skill], before_dir: Path, cache: Path, log) -> dic
     fusion, cut = load_router_model(before_dir)
     before = Engine(bundled_minilm(), cache_dir=cache, fusion=fusion, selection=cut, signals=SIGNALS, log=log)
     before.index(skills)
+    tuned = Engine(tuned_embedder(), cache_dir=cache, fusion=fusion, selection=cut, signals=SIGNALS, log=log)
+    tuned.index(skills)
     shipped = Router.from_store(db_path=cache / "no-store.duckdb", cache_dir=cache, log=log)
     shipped.index(skills)
-    return {"before": before, "shipped": shipped}
+    return {"before": before, "tuned": tuned, "shipped": shipped}
 
 
 def demo_pool() -> list[Skill]:
@@ -170,8 +174,9 @@ def main() -> int:
             results["curated test"] = score_set("curated test", split(CURATED_REQUESTS, "test"), engines, stderr_log)
         demo = engines_over(demo_pool(), before_dir, cache, stderr_log)
         results["demo benchmark"] = score_set("demo", load_requests(DEMO_REQUESTS), demo, stderr_log)
-    figures = {"embedder": shipped_embedder() != bundled_minilm(), "before_rev": args.before_rev,
-               **{name: {k: v["systems"][k] for k in ("bm25", "router:before", "router:shipped")}
+    figures = {"default_embedder_tuned": shipped_embedder() != bundled_minilm(), "before_rev": args.before_rev,
+               **{name: {k: v["systems"][k] for k in ("bm25", "dense:base", "dense:tuned", "router:before",
+                                                        "router:before+tuned", "router:shipped")}
                   for name, v in results.items()}}
     if not args.no_doc:
         write_section("trained-router", f"`bench/trained_router.py{' --test' if args.test else ''}`; pool: "

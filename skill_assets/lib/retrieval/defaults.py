@@ -9,6 +9,8 @@ every part left out comes with one line saying why.
 """
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,6 +27,7 @@ SHIPPED_DIR = Path(__file__).resolve().parent / "shipped"
 #: the shipped bi-encoder: the bundled MiniLM's fine-tuned top layers (``router.shipped_embedder`` builds them)
 SHIPPED_EMBEDDER_DIR = SHIPPED_DIR / "embedder"
 TUNED_FILE = "tuned_layers.safetensors"
+CARD_FILE = "skill_assets_card.json"
 MODEL_CACHE = Path("~/.cache/skill-assets/models")
 #: the lexical path of a router folder: a fusion and cut fitted on BM25 alone, which answer while the encoders'
 #: indexes build (``Engine.start_index``)
@@ -36,11 +39,24 @@ def shipped_router() -> tuple[FusionModel, SelectionCut | None]:
     return load_router_model(SHIPPED_DIR)
 
 
-def shipped_embedder(cache_root: str | Path = MODEL_CACHE) -> str:
-    """The bi-encoder the shipped router was fitted with: the bundled MiniLM with the shipped tuned layers in place
-    (materialised once into ``cache_root``), or the bundled MiniLM itself where the package ships none."""
+def tuned_embedder(cache_root: str | Path = MODEL_CACHE) -> str | None:
+    """The bundled MiniLM with the shipped tuned layers in place (materialised once into ``cache_root``), or None
+    where the package ships none."""
     tuned = SHIPPED_EMBEDDER_DIR / TUNED_FILE
-    return str(materialise(bundled_minilm(), tuned, cache_root)) if tuned.is_file() else bundled_minilm()
+    return str(materialise(bundled_minilm(), tuned, cache_root)) if tuned.is_file() else None
+
+
+def shipped_embedder(cache_root: str | Path = MODEL_CACHE) -> str:
+    """The bi-encoder the shipped fusion was fitted over, so a fresh install routes with the pair that was measured:
+    the tuned MiniLM where the fusion's card names the tuned layers' sha256, else the bundled MiniLM. Tuned layers
+    that no shipped fusion was fitted over are not used by default (measured on dev, they lift the bi-encoder
+    alone but not the old fusion: docs/RESULTS.md, trained-router)."""
+    tuned = SHIPPED_EMBEDDER_DIR / TUNED_FILE
+    card = json.loads((SHIPPED_DIR / CARD_FILE).read_text()) if (SHIPPED_DIR / CARD_FILE).is_file() else {}
+    fitted_over = card.get("data", {}).get("embedder_sha256")
+    if fitted_over and tuned.is_file() and hashlib.sha256(tuned.read_bytes()).hexdigest() == fitted_over:
+        return tuned_embedder(cache_root)
+    return bundled_minilm()
 
 
 def lexical_router(fusion_dir: str | Path) -> tuple[FusionModel, SelectionCut | None]:

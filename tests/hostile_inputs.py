@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import os
+import random
 import tarfile
 import zipfile
 from collections.abc import Callable, Iterator
@@ -152,3 +153,19 @@ def zip_file(path: Path, members: list[tuple[str, bytes]]) -> Path:
         for name, data in members:
             zf.writestr(name, data)
     return path
+
+
+#: the size of the generated hostile texts the parser fuzz tests feed (1 MB of characters)
+MB = 1_000_000
+
+
+def repeated(unit: str, n: int) -> str:
+    """``unit`` repeated to exactly ``n`` characters."""
+    return (unit * (n // len(unit) + 1))[:n]
+
+
+def random_text(n: int, seed: int, surrogates: bool) -> str:
+    """``n`` seeded random code points; lone surrogates kept only where ``surrogates``."""
+    rng = random.Random(seed)
+    points = [rng.randrange(0x110000) for _ in range(n)]
+    return "".join(chr(p) if surrogates or not 0xD800 <= p < 0xE000 else "?" for p in points)

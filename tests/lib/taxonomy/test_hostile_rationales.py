@@ -9,11 +9,11 @@ patterns themselves must stay linear, or a quadratic one would hide under the ca
 """
 from __future__ import annotations
 
-import random
 import re
 from re import _parser as pattern_parser  # private, but the one place that knows a pattern's widest match
 
 import pytest
+from hostile_inputs import MB, random_text, repeated
 
 from skill_assets.lib.common.hashing import digest
 from skill_assets.lib.taxonomy import settling
@@ -22,46 +22,35 @@ from skill_assets.lib.taxonomy.llm_fallback import answers_fallback, llm_message
 from skill_assets.lib.taxonomy.rules import TAXONOMY_CLASSES, match_rules
 from skill_assets.lib.taxonomy.settling import _DISMISSED_AFTER, _NEGATION_BEFORE, reasoning_text
 
-MB = 1_000_000
-
-
-def _repeated(unit: str, n: int) -> str:
-    return (unit * (n // len(unit) + 1))[:n]
-
-
-def _random_text(n: int, seed: int, surrogates: bool) -> str:
-    rng = random.Random(seed)
-    points = [rng.randrange(0x110000) for _ in range(n)]
-    return "".join(chr(p) if surrogates or not 0xD800 <= p < 0xE000 else "?" for p in points)
 
 
 #: name -> a hostile input of n characters (built when its test runs: 1 MB each)
 HOSTILE = {
-    "spaces": lambda n: _repeated(" ", n),
-    "newlines": lambda n: _repeated("\n", n),
-    "mixed_whitespace": lambda n: _repeated(" \t\r\n\x0b\x0c\x1c\x85\xa0\u3000", n),
-    "label_then_spaces": lambda n: "Decision" + _repeated(" ", n) + ": SKIP",
-    "label_then_stars": lambda n: "reason " + _repeated("*", n) + " x",
-    "newlines_then_decision": lambda n: _repeated("\n", n) + "decision: SKIP\nreason: redundant",
-    "decision_lines": lambda n: _repeated("Decision: SKIP\n", n),
-    "labels": lambda n: _repeated("thought: reason: 理由： ", n),
-    "brackets": lambda n: _repeated("[", n),
-    "braces": lambda n: _repeated("{", n),
-    "json_reason": lambda n: '{"decision": "SKIP", "reason": "' + _repeated("they are redundant ", n) + '"}',
-    "tags": lambda n: _repeated("<reason>", n),
-    "open_angles": lambda n: _repeated("<a", n),
-    "quotes": lambda n: _repeated("\"'", n),
-    "headings": lambda n: _repeated("\n### ", n),
-    "turns": lambda n: _repeated("but however 但 ", n),
-    "denied_hits": lambda n: _repeated("not redundant ", n),
-    "dismissed_hits": lambda n: _repeated("different platforms is not the issue ", n),
-    "languages": lambda n: _repeated("python rust ", n),
-    "strategy": lambda n: _repeated("strategy operations ", n),
-    "chinese": lambda n: _repeated("不是平台不同而是受众不同 ", n),
-    "nuls": lambda n: _repeated("\x00", n),
-    "lone_surrogates": lambda n: _repeated("a\ud800 \udfff", n),
-    "random_unicode": lambda n: _random_text(n, 31, surrogates=True),
-    "ordinary": lambda n: _repeated("At first glance these look redundant, but one is for Python and the other "
+    "spaces": lambda n: repeated(" ", n),
+    "newlines": lambda n: repeated("\n", n),
+    "mixed_whitespace": lambda n: repeated(" \t\r\n\x0b\x0c\x1c\x85\xa0\u3000", n),
+    "label_then_spaces": lambda n: "Decision" + repeated(" ", n) + ": SKIP",
+    "label_then_stars": lambda n: "reason " + repeated("*", n) + " x",
+    "newlines_then_decision": lambda n: repeated("\n", n) + "decision: SKIP\nreason: redundant",
+    "decision_lines": lambda n: repeated("Decision: SKIP\n", n),
+    "labels": lambda n: repeated("thought: reason: 理由： ", n),
+    "brackets": lambda n: repeated("[", n),
+    "braces": lambda n: repeated("{", n),
+    "json_reason": lambda n: '{"decision": "SKIP", "reason": "' + repeated("they are redundant ", n) + '"}',
+    "tags": lambda n: repeated("<reason>", n),
+    "open_angles": lambda n: repeated("<a", n),
+    "quotes": lambda n: repeated("\"'", n),
+    "headings": lambda n: repeated("\n### ", n),
+    "turns": lambda n: repeated("but however 但 ", n),
+    "denied_hits": lambda n: repeated("not redundant ", n),
+    "dismissed_hits": lambda n: repeated("different platforms is not the issue ", n),
+    "languages": lambda n: repeated("python rust ", n),
+    "strategy": lambda n: repeated("strategy operations ", n),
+    "chinese": lambda n: repeated("不是平台不同而是受众不同 ", n),
+    "nuls": lambda n: repeated("\x00", n),
+    "lone_surrogates": lambda n: repeated("a\ud800 \udfff", n),
+    "random_unicode": lambda n: random_text(n, 31, surrogates=True),
+    "ordinary": lambda n: repeated("At first glance these look redundant, but one is for Python and the other "
                                     "for Go, so the ecosystems do not mix. ", n),
 }
 
@@ -93,7 +82,7 @@ def test_reading_a_rationale_is_linear_past_the_cap(case, monkeypatch):
 
 
 def test_a_rationale_over_the_cap_is_read_on_its_first_cap_characters():
-    head = _repeated("filler ", settling.MAX_RATIONALE_CHARS)
+    head = repeated("filler ", settling.MAX_RATIONALE_CHARS)
     text = head + "The two skills are redundant."
     assert "redundant" not in reasoning_text(text).text
     assert classify_rationale(text) == classify_rationale(head)
@@ -109,7 +98,7 @@ def test_the_clause_window_holds_every_negation_match(pattern):
 
 
 def test_a_negation_far_from_a_clause_end_is_still_seen():
-    filler = _repeated("word ", 5_000)
+    filler = repeated("word ", 5_000)
     r = reasoning_text(filler + "they are not really redundant at all " + filler)
     start = r.text.index("redundant")
     assert r.denies(start, start + len("redundant"))

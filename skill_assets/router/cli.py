@@ -164,13 +164,25 @@ def read_queries(path: str | Path) -> list[dict]:
     return out
 
 
+#: the widest a table cell is printed: a skill id or name past it is cut with "…"
+CELL_CHARS = 60
+
+
+def _cell(text: str) -> str:
+    """One table cell: control characters (a newline in a folder name, a tab) shown escaped so a row stays one
+    line, and the text cut at ``CELL_CHARS`` (before escaping, so a 900 KB name costs nothing)."""
+    cut = text[:CELL_CHARS + 1]
+    shown = "".join(c if c.isprintable() else repr(c)[1:-1] for c in cut)
+    return shown if len(cut) <= CELL_CHARS else shown[:CELL_CHARS - 1] + "…"
+
+
 def _table(routed, skills_by_id) -> str:
-    """The ranking as a table, a ``*`` marking the selected skills."""
-    rows = [(str(r), ("*" if x.skill_id in routed.selected else ""), x.skill_id, f"{x.score:.4f}",
-             skills_by_id[x.skill_id].name) for r, x in enumerate(routed.ranking, 1)]
+    """The ranking as a table, a ``*`` marking the selected skills; every cell one line of at most ``CELL_CHARS``."""
+    rows = [(str(r), ("*" if x.skill_id in routed.selected else ""), _cell(x.skill_id), f"{x.score:.4f}",
+             _cell(skills_by_id[x.skill_id].name)) for r, x in enumerate(routed.ranking, 1)]
     head = ("rank", "load", "skill_id", "score", "name")
-    widths = [max(len(h), *(len(row[i]) for row in rows)) if rows else len(h) for i, h in enumerate(head)]
-    widths[2] = min(widths[2], 60)
+    widths = [min(CELL_CHARS, max(len(h), *(len(row[i]) for row in rows))) if rows else len(h)
+              for i, h in enumerate(head)]
     fmt = lambda row: "  ".join(  # noqa: E731
         (c[: widths[i] - 1] + "…" if len(c) > widths[i] else c).rjust(widths[i]) if i in (0, 3)
         else (c[: widths[i] - 1] + "…" if len(c) > widths[i] else c).ljust(widths[i])

@@ -118,3 +118,15 @@ def test_route_cli_errors_are_one_line(tmp_path, capsys):
     rc = route_main(["route", "--pool", str(pool), "--query", "x"])
     err = capsys.readouterr().err.strip()
     assert rc == 2 and len(err.splitlines()) == 1 and "duplicate skill id 'a': line 1 and line 2" in err
+
+
+def test_the_route_table_keeps_each_row_one_short_line(tmp_path, capsys):
+    """Issue 31 item 13: a 900 KB skill name was printed whole and a newline in a folder name broke the table."""
+    pool = tmp_path / "pool"
+    write(pool / "line\nbreak" / "SKILL.md", "---\nname: tidy\ndescription: tidy the docker compose file\n---\nbody\n")
+    write(pool / "huge" / "SKILL.md", "---\nname: " + "n" * 900_000 + "\ndescription: docker compose help\n---\nbody\n")
+    rc = route_main(["route", "--pool", str(pool), "--query", "docker compose", "--cache-dir", str(tmp_path / "c"),
+                     "--top-k", "2"])
+    out = capsys.readouterr().out.splitlines()
+    assert rc == 0 and len(out) == 4  # header, rule, two rows
+    assert all(len(line) < 200 for line in out) and any("line\\nbreak" in line for line in out)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -144,7 +145,8 @@ def read_queries(path: str | Path) -> list[dict]:
     """[{"id", "query"}] from JSONL; raises RouteInputError naming the first bad line."""
     path = Path(path)
     if not path.is_file():
-        raise RouteInputError(f"queries file {path} does not exist")
+        raise RouteInputError(f"queries file {path} " + ("is not a regular file (a folder, FIFO or device)"
+                                                         if path.exists() else "does not exist"))
     out, seen = [], {}
     try:
         for where, rec in json_objects(path):
@@ -234,12 +236,27 @@ def open_router(args: argparse.Namespace, background: bool = False):
     return router, build
 
 
+def check_out(path: Path) -> None:
+    """RouteInputError unless a run file can be written at ``path``: checked before the pool is indexed, which can take
+    minutes, by making a probe file beside it (permissions and read-only file systems answer only to a try)."""
+    if path.is_dir():
+        raise RouteInputError(f"--out {path} is a folder; name a file in it, e.g. {path / 'run.jsonl'}")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path.parent, prefix=".probe-"):
+            pass
+    except OSError as exc:
+        raise RouteInputError(f"--out {path}: cannot write there ({exc.strerror or type(exc).__name__})") from None
+
+
 def run_route(args: argparse.Namespace) -> int:
     from skill_assets.router.routing import stderr_log
 
     try:
         if args.queries and not args.out:
             raise RouteInputError("--queries needs --out RUN.jsonl")
+        if args.out:
+            check_out(Path(args.out))
         queries = read_queries(args.queries) if args.queries else [{"id": "query", "query": args.query}]
         if not args.queries and not args.query.strip():
             raise RouteInputError("--query is empty")

@@ -130,3 +130,26 @@ def test_the_route_table_keeps_each_row_one_short_line(tmp_path, capsys):
     out = capsys.readouterr().out.splitlines()
     assert rc == 0 and len(out) == 4  # header, rule, two rows
     assert all(len(line) < 200 for line in out) and any("line\\nbreak" in line for line in out)
+
+
+@pytest.mark.parametrize("where", ["a_folder", "proc", "fifo_queries"])
+def test_route_names_an_unusable_out_or_queries_path_in_one_line(where, tmp_path, capsys):
+    """Issue 31 item 10: --out at a folder or under /proc gave tracebacks, --queries at a FIFO 'does not exist'."""
+    pool = tmp_path / "pool"
+    write(pool / "one" / "SKILL.md", good("one"))
+    queries = write(tmp_path / "q.jsonl", '{"id": "1", "query": "docker"}\n')
+    out = tmp_path / "run.jsonl"
+    if where == "a_folder":
+        out.mkdir()
+    elif where == "proc":
+        out = Path("/proc/x.jsonl")
+    else:
+        queries = tmp_path / "fifo"
+        os.mkfifo(queries)
+    rc = route_main(["route", "--pool", str(pool), "--queries", str(queries), "--out", str(out),
+                     "--cache-dir", str(tmp_path / "c")])
+    err = capsys.readouterr().err
+    errors = [line for line in err.splitlines() if line.startswith("skill-assets route: error:")]
+    assert rc == 2 and len(errors) == 1 and "Traceback" not in err
+    assert {"a_folder": "is a folder", "proc": "cannot write there", "fifo_queries": "not a regular file"}[where] \
+        in errors[0]

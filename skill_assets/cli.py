@@ -14,23 +14,38 @@ from skill_assets.lib.common.store import resolve_db
 from skill_assets.router.cli import add_route_parser, add_serve_parser
 
 
-def run_sql(path: str) -> int:
-    """Print the result of a SQL file run read-only (sandboxed) against the store; 2 if refused, 1 if it fails."""
+def run_sql(path: str | None, command: str | None) -> int:
+    """Print the result of a SQL file, or of ``command`` (``-c``), run read-only (sandboxed) against the store;
+    2 if refused, 1 if it fails.
+
+    Both forms pass the same checks (``user_sql``): only where the text comes from differs, so a quick
+    question typed on the command line can do no more than a file can.
+    """
     from skill_assets.lib.common.user_sql import UserSqlError, checked_statements, run_statements
 
-    db = str(resolve_db())
-    try:
-        sql = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        print(f"skill-assets sql: error: cannot read {path}: {exc}", file=sys.stderr)
+    if path is not None and command is not None:
+        print("skill-assets sql: error: give a SQL file or -c \"SELECT …\", not both", file=sys.stderr)
         return 2
+    if path is None and command is None:
+        print("skill-assets sql: error: name a SQL file or give the SQL with -c \"SELECT …\"", file=sys.stderr)
+        return 2
+    db = str(resolve_db())
+    if command is not None:
+        where, sql = "-c", command
+    else:
+        where = str(path)
+        try:
+            sql = Path(where).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            print(f"skill-assets sql: error: cannot read {where}: {exc}", file=sys.stderr)
+            return 2
     try:
-        statements = checked_statements(sql, path)
+        statements = checked_statements(sql, where)
     except UserSqlError as exc:
         print(f"skill-assets sql: error: {exc}", file=sys.stderr)
         return 2
     try:
-        df = run_statements(db, statements, path)
+        df = run_statements(db, statements, where)
     except UserSqlError as exc:
         print(f"skill-assets sql: error: {exc}", file=sys.stderr)
         return 1
@@ -48,8 +63,11 @@ def main(argv: list[str] | None = None) -> int:
     m.add_argument("--select", action="append", help="Dagster asset selection, e.g. 'key:skills+' (repeatable)")
     m.add_argument("--config", help="YAML run config ({ops: {op_name: {config: {...}}}})")
     m.add_argument("--partition", action="append", help="partition key for partitioned assets (repeatable)")
-    s = sub.add_parser("sql", help="run a SQL file against the store (read-only, no file access) and print the result")
-    s.add_argument("file")
+    s = sub.add_parser("sql", help="run a SQL file, or -c SQL, against the store (read-only, no file access) and "
+                                   "print the result")
+    s.add_argument("file", nargs="?", help="a file of SQL statements (or give them with -c)")
+    s.add_argument("-c", dest="sql", metavar="SQL",
+                   help='the statements themselves, e.g. -c "SELECT count(*) FROM skills"')
     add_route_parser(sub)
     add_serve_parser(sub)
     b = sub.add_parser("build-default-router", help="refit the shipped router (fusion + selection cut) on the "
@@ -79,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps({"kind": fitted.card["kind"], "params": fitted.card["params"], "dev": fitted.card["dev"],
                           "data": fitted.card["data"]}, ensure_ascii=False))
         return 0
-    return run_sql(args.file)
+    return run_sql(args.file, args.sql)
 
 
 if __name__ == "__main__":

@@ -36,14 +36,19 @@ def db(tmp_path, monkeypatch) -> Path:
     return path
 
 
-def run_sql_text(tmp_path: Path, sql: str, capsys) -> tuple[int, str, str]:
-    f = tmp_path / "q.sql"
-    f.write_text(sql)
-    rc = main(["sql", str(f)])
+def run_sql_text(tmp_path: Path, sql: str, capsys, form: str = "file") -> tuple[int, str, str]:
+    """``skill-assets sql`` on ``sql`` given as a file, or (``form="-c"``) on the command line."""
+    if form == "-c":
+        rc = main(["sql", "-c", sql])
+    else:
+        f = tmp_path / "q.sql"
+        f.write_text(sql)
+        rc = main(["sql", str(f)])
     out = capsys.readouterr()
     return rc, out.out, out.err
 
 
+@pytest.mark.parametrize("form", ["file", "-c"])
 @pytest.mark.parametrize("sql, code, words", [
     ("COPY (SELECT 'x') TO '{db}'", 2, "COPY"),
     ("COPY t TO '{tmp}/out.csv'", 2, "COPY"),
@@ -63,10 +68,11 @@ def run_sql_text(tmp_path: Path, sql: str, capsys) -> tuple[int, str, str]:
     ("-- only a comment\n", 2, "no SQL statement"),
     ("SELECT * FROM missing_table", 1, "missing_table"),
 ])
-def test_sql_refuses_and_fails_in_one_line(sql, code, words, db, tmp_path, capsys):
+def test_sql_refuses_and_fails_in_one_line(sql, code, words, form, db, tmp_path, capsys):
+    """A file and ``-c`` pass the same checks: each refusal and failure is the same one line either way."""
     (tmp_path / "x.csv").write_text("a\n1\n")
     before = hashlib.sha256(db.read_bytes()).hexdigest()  # a digest: pytest diffs two byte strings for hours
-    rc, out, err = run_sql_text(tmp_path, sql.format(db=db, tmp=tmp_path), capsys)
+    rc, out, err = run_sql_text(tmp_path, sql.format(db=db, tmp=tmp_path), capsys, form)
     assert rc == code and words in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
     assert hashlib.sha256(db.read_bytes()).hexdigest() == before
     assert not (tmp_path / "out.csv").exists() and not (tmp_path / "exp").exists()
@@ -97,6 +103,28 @@ def test_sql_runs_queries(db, tmp_path, capsys):
     assert rc == 0 and "answer" in out and "2" in out and not err
     f = tmp_path / "missing.sql"
     assert main(["sql", str(f)]) == 2 and len(capsys.readouterr().err.strip().splitlines()) == 1
+
+
+def test_sql_command_runs_queries_on_a_real_store(db, tmp_path, capsys):
+    """``-c "SELECT …"``: a quick question needs no file (issue 34), and reads the DuckDB store itself."""
+    rc, out, err = run_sql_text(tmp_path, "-- a note first\nSELECT 41 AS x; SELECT a + 1 AS answer FROM t", capsys,
+                                "-c")
+    assert rc == 0 and "answer" in out and "2" in out and not err
+    rc, out, err = run_sql_text(tmp_path, "CREATE TABLE u AS SELECT 1", capsys, "-c")
+    assert rc == 2 and "-c: statement 1 is CREATE" in err and len(err.strip().splitlines()) == 1 and not out
+    with duckdb.connect(str(db), read_only=True) as con:
+        assert [r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()] == ["t"]
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["sql"], "name a SQL file or give the SQL with -c"),
+    (["sql", "q.sql", "-c", "SELECT 1"], "not both"),
+])
+def test_sql_takes_exactly_one_of_a_file_or_command(argv, words, db, capsys):
+    """Neither or both is one line saying what to give, not argparse's usage block."""
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert words in err and len(err.strip().splitlines()) == 1 and "usage" not in err
 
 
 @pytest.mark.parametrize("selection, keys", [

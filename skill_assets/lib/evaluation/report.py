@@ -169,8 +169,27 @@ def as_splits(external: pl.DataFrame) -> pl.DataFrame:
     return external.rename({"benchmark": "split"})
 
 
-def external_section(external: pl.DataFrame) -> str:
-    """One table per external benchmark (headline metrics, p-values against the base embedder)."""
+def benchmark_tables(metrics: pl.DataFrame, name: str, subheading: str = "####") -> str:
+    """One benchmark's tables (``metrics`` as ``as_splits`` makes them): headline metrics with p-values against the
+    base embedder, then hit@1 and ndcg@10 by direction and set size k, each table with its small-sample note.
+
+    ``subheading`` is the Markdown level of the by-slice headings: one below wherever the benchmark's own heading
+    stands (the report's opening section or the external benchmarks' section)."""
+    sizes = slice_sizes(metrics, name)
+    overall = with_note(to_markdown(metrics_table(metrics, with_significance=True, split=name, intervals=True)),
+                        {"all": sizes.get("all", 0)})
+    by_slice = "\n\n".join(
+        f"{subheading} {metric} by direction and set size k\n\n"
+        + with_note(to_markdown(breakdown_table(metrics, metric, split=name, intervals=True)), sizes)
+        for metric in ("hit@1", "ndcg@10") if len(sizes) > 1)
+    return overall + (f"\n\n{by_slice}" if by_slice else "")
+
+
+def external_section(external: pl.DataFrame, opening: str | None = None) -> str:
+    """One table per external benchmark (headline metrics, p-values against the base embedder).
+
+    ``opening``: the benchmark the report opens with; its tables stand there, and here only a pointer to them,
+    so no table is printed twice."""
     if external.height == 0:
         return ("_none evaluated: list benchmarks in `$SKILL_ASSETS_EXTERNAL_BENCHMARKS` and materialize the "
                 "`external_*` partitions (docs/ARCHITECTURE.md)_")
@@ -178,14 +197,9 @@ def external_section(external: pl.DataFrame) -> str:
     parts = []
     for name in sorted(metrics["split"].unique().to_list()):
         version = metrics.filter(pl.col("split") == name)["data_version"][0]
-        sizes = slice_sizes(metrics, name)
-        overall = with_note(to_markdown(metrics_table(metrics, with_significance=True, split=name, intervals=True)),
-                            {"all": sizes.get("all", 0)})
-        by_slice = "\n\n".join(
-            f"#### {metric} by direction and set size k\n\n"
-            + with_note(to_markdown(breakdown_table(metrics, metric, split=name, intervals=True)), sizes)
-            for metric in ("hit@1", "ndcg@10") if len(sizes) > 1)
-        parts.append(f"### {name} (data {version})\n\n{overall}" + (f"\n\n{by_slice}" if by_slice else ""))
+        tables = ("_at the top of the report: the largest benchmark that can rank systems_" if name == opening
+                  else benchmark_tables(metrics, name))
+        parts.append(f"### {name} (data {version})\n\n{tables}")
     return ("Benchmarks with a skill pool and queries of their own (releases of others, and `curated`: requests "
             "this project's team wrote by hand over real skills); every system ranks that benchmark's whole pool, "
             "and a ranked copy of a ground-truth skill counts as that skill.\n\n" + "\n\n".join(parts))

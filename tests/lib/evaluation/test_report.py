@@ -1,6 +1,9 @@
 """The report renders every table, plot and MTEB JSON from a real benchmark_metrics-shaped frame."""
+from datetime import UTC, datetime
+
 import numpy as np
 import polars as pl
+import pytest
 
 from skill_assets.lib.common.skill_groups import singleton_groups
 from skill_assets.lib.evaluation.metric_tables import metric_rows
@@ -10,6 +13,7 @@ from skill_assets.lib.evaluation.report import (
     cutoff_table,
     glossary,
     html_document,
+    markdown_document,
     metric_plot,
     metrics_table,
     mteb_results,
@@ -19,6 +23,7 @@ from skill_assets.lib.evaluation.report import (
     to_markdown,
     training_data_table,
 )
+from skill_assets.lib.evaluation.report_outline import REPORT_TITLE, report_sections
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -117,3 +122,63 @@ def test_training_data_table_says_which_queries_each_model_saw():
     assert first["from"] == "pipeline 12, curated_train 288" and "48 queries of the curated dev split" in \
         first["checkpoint picked on"] and first["dropped (touch a curated test skill)"] == "pipeline_train 3"
     assert table.row(1, named=True)["from"] == "–"
+
+
+def _report(metrics: pl.DataFrame, external: pl.DataFrame) -> tuple[list[tuple[str, str]], str]:
+    """The report's sections and its Markdown page, with no generator data beside the metrics."""
+    empty = pl.DataFrame()
+    sections = report_sections(metrics, external, empty, empty, empty, empty,
+                               {"data_version": "d1", "code_version": "c1"}, datetime(2026, 1, 1, tzinfo=UTC))
+    return sections, markdown_document(REPORT_TITLE, sections)
+
+
+def _demo_shaped() -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The demo's shape (issue 34): 3 generated test queries (and a few train), 82 hand-written requests, and
+    three 6-query layout samples."""
+    own = pl.concat([_metrics(3), _metrics(12).with_columns(split=pl.lit("train"))])
+    benchmarks = {"demo-handwritten": 82, "demo-r3": 6, "demo-skill-md": 6, "demo-skillret": 6}
+    external = pl.concat([_metrics(n).drop("split").with_columns(benchmark=pl.lit(name),
+                                                                 data_version=pl.lit(f"v-{name}"))
+                          for name, n in benchmarks.items()])
+    return own, external
+
+
+def _section(sections: list[tuple[str, str]], prefix: str) -> str:
+    [text] = [t for h, t in sections if h.startswith(prefix)]
+    return text
+
+
+def test_report_opens_with_the_largest_benchmark_that_can_rank_systems():
+    """The demo report led with 3 generated queries that "cannot rank systems"; the 82 hand-written requests that
+    can were at line 226 of 488. Their table is now the first the page shows; the generated split's follows."""
+    own, external = _demo_shaped()
+    sections, page = _report(own, external)
+    lines = page.splitlines()
+    first_table = next(i for i, line in enumerate(lines) if line.startswith("|"))
+    [heading] = [line for line in lines[:first_table] if line.startswith("## ")]
+    assert heading == "## Overall (demo-handwritten, the largest benchmark that can rank systems)"
+    assert lines[first_table].startswith("| system | n_queries | hit@1 |") and "| 82 |" in lines[first_table + 2]
+    opening = _section(sections, "Overall (demo-handwritten")
+    assert "cannot rank systems" not in opening and "### hit@1 by direction and set size k" in opening
+    assert [h for h, _ in sections][2:4] == ["How to read the tables", "Overall (test)"]
+    assert "cannot rank systems" in _section(sections, "Overall (test)") and "all: n=3" in page
+    # printed once: "External benchmarks" points to it and keeps the small samples' tables with their warning
+    assert page.count("| embedder:r3 | 82 |") == 1
+    others = _section(sections, "External benchmarks")
+    assert "### demo-handwritten (data v-demo-handwritten)\n\n_at the top of the report" in others
+    assert "### demo-r3 (data v-demo-r3)\n\n| system |" in others and "all: n=6" in others
+    html = html_document(REPORT_TITLE, sections, {})
+    assert html.index("<h2>Overall (demo-handwritten") < html.index("<table>") < html.index(
+        "<h2>How to read the tables</h2>")
+
+
+@pytest.mark.parametrize("external", ["none", "too small"])
+def test_report_without_a_benchmark_that_can_rank_opens_with_its_own_split(external):
+    """No external benchmark, or only ones too small to rank: the report renders as before, every table in it."""
+    own, demo = _demo_shaped()
+    benchmarks = pl.DataFrame() if external == "none" else demo.filter(pl.col("benchmark") != "demo-handwritten")
+    sections, page = _report(own, benchmarks)
+    assert [h for h, _ in sections][1:3] == ["How to read the tables", "Overall (test)"]
+    assert "the largest benchmark that can rank systems" not in page and "cannot rank systems" in page
+    assert ("none evaluated" in page) == (external == "none") and page.count("| embedder:r3 | 6 |") == 3 * (
+        external == "too small")

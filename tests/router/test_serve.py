@@ -1,4 +1,5 @@
-"""``skill-assets serve``: the MCP tool round trip with the SDK's own client, over stdio and streamable HTTP."""
+"""``skill-assets serve``: the MCP tool round trip with the SDK's own client, over stdio and streamable HTTP, and a
+stdio client that leaves mid-call."""
 import asyncio
 import json
 import os
@@ -80,3 +81,30 @@ def test_route_skills_over_streamable_http_on_localhost(toy):
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def test_a_stdio_client_that_leaves_mid_call_ends_the_server_cleanly(toy, tmp_path):
+    """Issue 31, item 6: the server exited with a ``BrokenPipeError`` traceback (exit 1) once its client had gone."""
+    hello = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+    call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+            "params": {"name": "route_skills", "arguments": {"query": QUERY * 600}}}  # 18,000 characters
+    with open(tmp_path / "stderr.txt", "w+") as err:
+        proc = subprocess.Popen([sys.executable, *_serve_args(toy)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=err, env=_env(), cwd=str(REPO))
+        try:
+            proc.stdin.write(json.dumps(hello).encode() + b"\n")
+            proc.stdin.flush()
+            assert b'"id":1' in proc.stdout.readline()  # serving
+            proc.stdin.write(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}).encode() + b"\n")
+            proc.stdout.close()  # the client stops reading first, so whatever the server answers meets a closed pipe
+            proc.stdin.write(json.dumps(call).encode() + b"\n")
+            proc.stdin.close()  # and leaves mid-call
+            rc = proc.wait(timeout=300)  # a hang guard only
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        err.seek(0)
+        stderr = err.read()
+    assert rc == 0 and "Traceback" not in stderr and "BrokenPipeError" not in stderr, stderr[-3000:]

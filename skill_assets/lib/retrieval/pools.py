@@ -10,17 +10,25 @@ folders (symlinked or unlistable) are listed there too. Two rules differ from in
   is still routable on its name and body; it is flagged (``Skill.flags``) and logged;
 * a duplicate id is an error (``PoolError``) naming both places: which of the two the user meant
   cannot be guessed, and routing to either would be silently wrong.
+
+Several roots (``load_pools``: project skills, then the user's, then bundled ones) are read in precedence
+order. A skill whose name (``normalise_name``) a root earlier in the order already holds is shadowed: it is
+left out and listed (``PoolLoad.shadowed``), so one skill is never routed twice under two ids. Every other
+skill keeps its id, except where an earlier root already holds the same id for a skill of another name: then
+the id is prefixed with the root's position, ``2:tools/lint``, so ids stay unique and the first root's never
+change.
 """
 from __future__ import annotations
 
 import logging
 import os
 import stat
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from skill_assets.lib.common.frontmatter import SkillParseError
+from skill_assets.lib.common.hashing import normalise_name
 from skill_assets.lib.common.jsonl import JsonlError, capped_lines, parse_json_object
 from skill_assets.lib.common.skill_files import FolderReject, read_skill, walk_skill_files
 
@@ -57,12 +65,24 @@ class Rejected:
         return f"{self.source}: {self.code}: {self.message}"
 
 
+@dataclass(frozen=True)
+class Shadowed:
+    """A skill left out because a root earlier in precedence holds a skill of the same name (``load_pools``)."""
+
+    skill: Skill  # the one left out
+    kept: Skill   # the one routed under that name
+
+    def __str__(self) -> str:
+        return f"{self.skill.name}: {self.skill.source} (shadowed by {self.kept.source})"
+
+
 @dataclass
 class PoolLoad:
-    """``skills, rejected = load_pool(path)``."""
+    """``skills, rejected = load_pool(path)``; ``shadowed``: what ``load_pools`` left out by precedence."""
 
     skills: list[Skill] = field(default_factory=list)
     rejected: list[Rejected] = field(default_factory=list)
+    shadowed: list[Shadowed] = field(default_factory=list)
 
     def __iter__(self) -> Iterator:
         return iter((self.skills, self.rejected))
@@ -144,12 +164,17 @@ def _load_jsonl(path: Path, max_line_bytes: int) -> PoolLoad:
     return out
 
 
+def some_ids(ids: Sequence[str]) -> str:
+    """The first ``MAX_IDS_LOGGED`` ids and how many more: a log line stays short whatever the pool's size."""
+    more = len(ids) - MAX_IDS_LOGGED
+    return ", ".join(ids[:MAX_IDS_LOGGED]) + (f" and {more} more" if more > 0 else "")
+
+
 def _log_flagged(load: PoolLoad, log: Callable[[str], None]) -> None:
     flagged = [s.id for s in load.flagged]
     if flagged:
-        shown = ", ".join(flagged[:MAX_IDS_LOGGED]) + (f" and {len(flagged) - MAX_IDS_LOGGED} more"
-                                                       if len(flagged) > MAX_IDS_LOGGED else "")
-        log(f"{len(flagged)} pool skill(s) have an empty description and are routed on name and body: {shown}")
+        log(f"{len(flagged)} pool skill(s) have an empty description and are routed on name and body: "
+            f"{some_ids(flagged)}")
 
 
 def load_pool(path: str | Path, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
@@ -174,3 +199,33 @@ def load_pool(path: str | Path, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
         raise ValueError(f"skill pool {p} is neither a directory of SKILL.md files nor a .jsonl file")
     _log_flagged(load, log)
     return load
+
+
+def load_pools(paths: Sequence[str | Path], max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+               log: Callable[[str], None] = _log.warning) -> PoolLoad:
+    """The skills of several roots in precedence order, the first root winning (see the module docstring).
+
+    Within one root nothing changes (``load_pool``: two skills of one name in one root are both routed, as
+    before); across roots a name held by an earlier root shadows the later skill, and an id held by an earlier
+    root gets the later root's position as a prefix. Raises as ``load_pool`` does, and PoolError if a prefixed
+    id still collides (a folder named like ``2:tools/lint`` in an earlier root)."""
+    if not paths:
+        raise ValueError("no skill pool given")
+    out, ids = PoolLoad(), _Ids()
+    owner: dict[str, Skill] = {}  # normalised name -> the skill routed under it
+    for position, path in enumerate(paths, 1):
+        load = load_pool(path, max_file_bytes, log)
+        out.rejected += load.rejected
+        kept_here = []
+        for skill in load.skills:
+            if (kept := owner.get(normalise_name(skill.name))) is not None:
+                out.shadowed.append(Shadowed(skill, kept))
+                continue
+            if skill.id in ids.where:
+                skill = replace(skill, id=f"{position}:{skill.id}")
+            ids.claim(skill.id, skill.source)
+            kept_here.append(skill)
+        for skill in kept_here:  # a root's names shadow the later roots' skills, not each other
+            owner.setdefault(normalise_name(skill.name), skill)
+        out.skills += kept_here
+    return out

@@ -1,10 +1,12 @@
-"""The MCP server bounds each call and says why one fails (issue 21, findings 5 and 9; issue 31, item 6).
+"""The MCP server bounds each call and says why one fails (issue 21, findings 5 and 9; issue 31, item 6), and its
+file tools serve a skill's folder and nothing outside it (issue 34, MCP tools).
 
 The router here is a test double whose stages the test holds and releases, so nothing depends on
 timing: a call that waits is released by an event, not by a sleep. ``test_serve.py`` drives the real
 server over stdio and HTTP, and checks the same errors there. The HTTP tests here serve the app
 ``skill-assets serve --transport http`` serves (``http_app``) under a real uvicorn, and talk to it
-from raw sockets, so they can send any bytes and drop a connection mid-call.
+from raw sockets, so they can send any bytes and drop a connection mid-call. The file tools' tests
+read a real pool (``load_pool``) written into a temporary folder, links and binary files included.
 """
 from __future__ import annotations
 
@@ -16,15 +18,24 @@ import threading
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import anyio
 import pytest
 from mcp import Client
 
+from skill_assets.lib.retrieval.pools import load_pool
 from skill_assets.lib.retrieval.results import RankedSkill, RoutedRequest
 from skill_assets.router import serve as serve_module
 from skill_assets.router.cli import main as cli_main
-from skill_assets.router.serve import MAX_QUERY_CHARS, MAX_TOP_K, CallGate, build_server
+from skill_assets.router.serve import (
+    MAX_FILE_BYTES,
+    MAX_LISTED_FILES,
+    MAX_QUERY_CHARS,
+    MAX_TOP_K,
+    CallGate,
+    build_server,
+)
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -334,3 +345,176 @@ def test_serve_refuses_a_port_in_use_in_one_line_before_indexing(tmp_path, capsy
         rc = cli_main(["serve", "--pool", str(tmp_path), "--transport", "http", "--port", str(port)])
     err = capsys.readouterr().err.strip()
     assert rc == 2 and len(err.splitlines()) == 1 and f"cannot listen on 127.0.0.1:{port}" in err
+
+
+LINT_MD = "---\nname: lint\ndescription: Lint Python files.\n---\nRun scripts/run.py; the rules: references/rules.md.\n"
+RUN_PY, RULES_MD = "print('lint')\n", "# Rules\nNo unused imports.\n"
+#: a long file whose cap falls inside a two-byte character: 1 + 2 * 150,000 bytes
+LONG_TEXT = "a" + "é" * 150_000
+
+
+def write_pool(root: Path) -> Path:
+    """A folder pool: ``tools/lint`` with a script, a reference, a binary, ``.git``, and links out of its folder (to a
+    file, to a folder); ``big`` whose SKILL.md and notes are over ``MAX_FILE_BYTES``; ``many`` with more files than
+    ``open_skill`` lists; and ``other``, which ``tools/lint/../../other`` would reach."""
+    pool = root / "pool"
+    lint = pool / "tools" / "lint"
+    for folder in (lint / "scripts", lint / "references", lint / ".git", pool / "big", pool / "many", pool / "other"):
+        folder.mkdir(parents=True)
+    (lint / "SKILL.md").write_text(LINT_MD, encoding="utf-8")
+    (lint / "scripts" / "run.py").write_text(RUN_PY, encoding="utf-8")
+    (lint / "references" / "rules.md").write_text(RULES_MD, encoding="utf-8")
+    (lint / "logo.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
+    (lint / ".git" / "config").write_text("[remote]\n url = https://token@example.com/x\n", encoding="utf-8")
+    (root / "secret.txt").write_text("outside the pool\n", encoding="utf-8")
+    (lint / "outside.md").symlink_to(root / "secret.txt")
+    (lint / "linked").symlink_to(root, target_is_directory=True)
+    (lint / "same.md").symlink_to(lint / "references" / "rules.md")  # a link inside the folder is served
+    (pool / "big" / "SKILL.md").write_text(f"---\nname: big\ndescription: A long skill.\n---\n{LONG_TEXT}",
+                                           encoding="utf-8")
+    (pool / "big" / "notes.md").write_text(LONG_TEXT, encoding="utf-8")
+    (pool / "many" / "SKILL.md").write_text("---\nname: many\ndescription: Many files.\n---\nSee the files.\n",
+                                            encoding="utf-8")
+    for i in range(MAX_LISTED_FILES + 5):
+        (pool / "many" / f"f{i:04d}.txt").write_text(str(i), encoding="utf-8")
+    (pool / "other" / "SKILL.md").write_text("---\nname: other\ndescription: Another skill.\n---\nBody.\n",
+                                             encoding="utf-8")
+    return pool
+
+
+class PoolRouter(HeldRouter):
+    """``HeldRouter`` over a real pool's skills, as ``load_pool`` reads them (from folders or a JSONL file)."""
+
+    def __init__(self, pool: Path) -> None:
+        super().__init__()
+        load = load_pool(pool)
+        assert {r.code for r in load.rejected} <= {"folder_symlink"}, load.rejected  # ``linked``, listed, not followed
+        self.skill_by_id = {s.id: s for s in load.skills}
+
+
+def _tool(router, tool: str, **arguments):
+    async def main():
+        async with Client(build_server(router)) as client:
+            return await client.call_tool(tool, arguments)
+
+    return anyio.run(main)
+
+
+def _payload(result) -> dict:
+    assert not result.is_error, _text(result)
+    return result.structured_content or json.loads(_text(result))
+
+
+@pytest.fixture
+def pool_router(tmp_path) -> PoolRouter:
+    return PoolRouter(write_pool(tmp_path))
+
+
+def test_the_tools_tell_an_agent_when_to_use_each():
+    async def main():
+        async with Client(build_server(HeldRouter())) as client:
+            return {t.name: t for t in (await client.list_tools()).tools}
+
+    tools = anyio.run(main)
+    assert list(tools) == ["route_skills", "open_skill", "read_skill_file"]
+    assert "Call first" in tools["route_skills"].description
+    assert "after route_skills" in tools["open_skill"].description
+    assert "after open_skill" in tools["read_skill_file"].description
+    assert all(t.annotations.read_only_hint for t in tools.values())
+
+
+def test_open_skill_returns_the_whole_skill_md_and_the_files_of_its_folder(pool_router):
+    payload = _payload(_tool(pool_router, "open_skill", skill_id="tools/lint"))
+    assert payload["skill_id"] == "tools/lint" and payload["name"] == "lint"
+    assert payload["skill_md"] == {"path": "SKILL.md", "bytes": len(LINT_MD), "text": LINT_MD, "cut": False}
+    assert Path(payload["folder"]).is_absolute() and Path(payload["folder"]).name == "lint"
+    listed = {f["path"]: f["bytes"] for f in payload["files"]}
+    assert listed == {"SKILL.md": len(LINT_MD), "logo.png": 16, "same.md": len(RULES_MD),
+                      "references/rules.md": len(RULES_MD), "scripts/run.py": len(RUN_PY)}  # not .git, no link out
+    assert payload["files_cut"] is False
+    assert payload["not_listed"] == {"link_outside_folder": 1, "folder_symlink": 1}
+
+
+def test_open_skill_lists_a_bounded_number_of_files_and_says_so(pool_router):
+    payload = _payload(_tool(pool_router, "open_skill", skill_id="many"))
+    assert len(payload["files"]) == MAX_LISTED_FILES and payload["files_cut"] is True
+    assert payload["files"][0]["path"] == "SKILL.md"
+    assert f"more than {MAX_LISTED_FILES} files" in payload["files_note"]
+
+
+@pytest.mark.parametrize("path", ["scripts/run.py", "./scripts/run.py", "same.md"])
+def test_read_skill_file_returns_one_file_of_the_folder(pool_router, path):
+    payload = _payload(_tool(pool_router, "read_skill_file", skill_id="tools/lint", path=path))
+    expected = RUN_PY if "run" in path else RULES_MD
+    assert payload == {"skill_id": "tools/lint", "path": path, "bytes": len(expected), "text": expected, "cut": False}
+
+
+@pytest.mark.parametrize(("tool", "arguments"), [
+    ("read_skill_file", {"skill_id": "big", "path": "notes.md"}),
+    ("open_skill", {"skill_id": "big"}),
+])
+def test_an_over_size_file_comes_back_cut_and_says_so(pool_router, tool, arguments):
+    payload = _payload(_tool(pool_router, tool, **arguments))
+    answer = payload if tool == "read_skill_file" else payload["skill_md"]
+    whole = (Path(pool_router.skill_by_id["big"].source).parent / answer["path"]).read_text(encoding="utf-8")
+    assert answer["cut"] is True and answer["bytes"] == len(whole.encode("utf-8")) > MAX_FILE_BYTES
+    assert whole.startswith(answer["text"])  # the head, cut before a character, not inside one
+    assert MAX_FILE_BYTES - 3 < len(answer["text"].encode("utf-8")) <= MAX_FILE_BYTES
+    assert f"the file is {answer['bytes']:,} bytes; only its first {MAX_FILE_BYTES:,}" in answer["note"]
+
+
+@pytest.mark.parametrize(("tool", "arguments", "reason"), [
+    ("read_skill_file", {"skill_id": "tools/lint", "path": "../../other/SKILL.md"}, "contains '..'"),
+    ("read_skill_file", {"skill_id": "tools/lint", "path": "scripts/../../lint/SKILL.md"}, "contains '..'"),
+    ("read_skill_file", {"skill_id": "tools/lint", "path": "/etc/passwd"}, "is absolute"),
+    ("read_skill_file", {"skill_id": "tools/lint", "path": "outside.md"}, "leads outside the skill's folder"),
+    ("read_skill_file", {"skill_id": "tools/lint", "path": "linked/secret.txt"}, "leads outside the skill's folder"),
+    ("read_skill_file", {"skill_id": "tools/lint", "path": "logo.png"},
+     "is not served: binary: file contains NUL bytes (only UTF-8 text files are served)"),
+    ("read_skill_file", {"skill_id": "tools/lint", "path": ".git/config"}, "inside .git, which is never served"),
+    ("read_skill_file", {"skill_id": "tools/lint", "path": "scripts"}, "not_regular_file"),
+    ("read_skill_file", {"skill_id": "tools/lint", "path": "missing.md"}, "no file 'missing.md' in the skill's folder"),
+    ("read_skill_file", {"skill_id": "tools/lint", "path": " "}, "path is empty"),
+    ("read_skill_file", {"skill_id": "nope", "path": "SKILL.md"}, "no skill 'nope' in the pool"),
+    ("open_skill", {"skill_id": "nope"}, "no skill 'nope' in the pool: pass a skill_id from route_skills' answer"),
+    ("open_skill", {"skill_id": "x" * 5000}, "no skill 'xxxx"),
+], ids=["dotdot", "dotdot-inside", "absolute", "link-out", "folder-link-out", "binary", "git", "folder", "missing",
+        "empty", "unknown-id", "open-unknown-id", "open-long-id"])
+def test_every_file_tool_refusal_carries_its_reason(pool_router, tool, arguments, reason):
+    result = _tool(pool_router, tool, **arguments)
+    assert result.is_error and reason in _text(result), _text(result)
+    assert "outside the pool" not in _text(result)  # the file out of the folder is never read
+    assert len(_text(result)) < 1000  # a long argument is not echoed whole
+
+
+def test_a_jsonl_pool_skill_has_no_folder_and_the_file_tools_say_so(tmp_path):
+    pool = tmp_path / "pool.jsonl"
+    pool.write_text(json.dumps({"id": "lint", "name": "lint", "description": "Lint Python files.",
+                                "body": "Run ruff."}) + "\n", encoding="utf-8")
+    router = PoolRouter(pool)
+    payload = _payload(_tool(router, "open_skill", skill_id="lint"))
+    assert payload["folder"] is None and payload["skill_md"] is None and payload["files"] == []
+    assert payload["body"] == "Run ruff." and payload["body_cut"] is False
+    assert "is a record of the JSONL pool" in payload["note"] and "no SKILL.md" in payload["note"]
+    refused = _tool(router, "read_skill_file", skill_id="lint", path="SKILL.md")
+    assert refused.is_error and f"is a record of the JSONL pool {pool}:1, not a folder" in _text(refused)
+
+
+def test_the_file_tools_answer_while_a_routing_holds_the_one_routing_slot(pool_router):
+    """Reads have their own gate: an agent opening a skill never waits behind another client's routing."""
+    server = build_server(pool_router, gate=CallGate(slots=1))
+
+    async def main():
+        async with Client(server) as routing, Client(server) as reading:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(routing.call_tool, "route_skills", {"query": "lint"})
+                assert await anyio.to_thread.run_sync(pool_router.started.wait, 30)
+                opened = await reading.call_tool("open_skill", {"skill_id": "tools/lint"})
+                stages_meanwhile = pool_router.stages_run  # still 1: the routing is held in its first stage
+                tg.cancel_scope.cancel()
+        return opened, stages_meanwhile
+
+    opened, stages_meanwhile = anyio.run(main)
+    pool_router.go.set()
+    assert _payload(opened)["skill_md"]["text"] == LINT_MD and stages_meanwhile == 1
+    assert pool_router.stopped.wait(30)

@@ -92,8 +92,11 @@ def walk_skill_paths(root: Path, on_folder: Callable[[str, list[str]], None] | N
         pending.extend(reversed(subfolders))
 
 
-def read_skill_bytes(path: Path, root: Path, max_bytes: int) -> bytes:
-    """The bytes of one candidate file under the symlink, file-type and size rules; SkillParseError if not."""
+def read_skill_bytes(path: Path, root: Path, max_bytes: int, cut: bool = False) -> bytes:
+    """The bytes of one candidate file under the symlink, file-type and size rules; SkillParseError if not.
+
+    ``cut``: a file over the cap is not refused but read to ``max_bytes + 1`` bytes, the one byte past the cap
+    telling the caller the file went on (the MCP server shows the head of a long file and says it was cut)."""
     st = os.lstat(path)  # a plain file's lstat is its stat: one call where a symlink needs two
     if stat.S_ISLNK(st.st_mode):
         target = os.path.realpath(path)
@@ -107,7 +110,7 @@ def read_skill_bytes(path: Path, root: Path, max_bytes: int) -> bytes:
             raise
     if not stat.S_ISREG(st.st_mode):
         raise SkillParseError("not_regular_file", f"not a regular file ({_file_kind(st.st_mode)}); not opened")
-    if st.st_size > max_bytes:
+    if st.st_size > max_bytes and not cut:
         raise SkillParseError("too_large", f"{st.st_size} bytes exceeds the cap of {max_bytes}")
     # O_NONBLOCK: should the path have become a FIFO since the stat, open must not wait for a writer
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
@@ -118,7 +121,7 @@ def read_skill_bytes(path: Path, root: Path, max_bytes: int) -> bytes:
         data = _read_up_to(fd, max_bytes + 1, opened.st_size)
     finally:
         os.close(fd)
-    if len(data) > max_bytes:
+    if len(data) > max_bytes and not cut:
         raise SkillParseError("too_large", f"more than {max_bytes} bytes (the cap)")
     return data
 

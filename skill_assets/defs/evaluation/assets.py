@@ -25,9 +25,9 @@ from skill_assets.lib.evaluation.report import (
 from skill_assets.lib.evaluation.report_outline import REPORT_TITLE, report_plots, report_sections, version_stamp
 from skill_assets.lib.retrieval.engine import Engine
 from skill_assets.lib.retrieval.fusion_training import load_router_model
-from skill_assets.lib.retrieval.pools import Skill
 from skill_assets.lib.retrieval.reranking import Reranker
 from skill_assets.lib.retrieval.signals import SIGNALS
+from skill_assets.lib.retrieval.store_skills import skills_from_rows
 from skill_assets.lib.retrieval.systems import SystemRun, run_systems
 from skill_assets.router.routing import Router
 
@@ -65,7 +65,7 @@ def evaluate_systems(skills: list[dict], queries: list[str], store: DuckDBStore,
     fusion_dir = registry.newest_path(store.path, registry.FUSION)
     fusion, cut = load_router_model(fusion_dir) if fusion_dir else (None, None)
     cache = store.artifacts_dir / "index_cache"
-    pool = [Skill(s["skill_id"], s["name"], s["description"], s["body"]) for s in skills]
+    pool = skills_from_rows(skills)
     engine = Engine(embedders[first], cache_dir=cache, query_prompt=models.query_prompt, signals=SIGNALS,
                     fusion=fusion, selection=cut)
     engine.index(pool)

@@ -25,9 +25,10 @@ from skill_assets.lib.retrieval.adoption_rule import folder_digest
 from skill_assets.lib.retrieval.engine import Engine
 from skill_assets.lib.retrieval.fusion import DEFAULT_DEPTH
 from skill_assets.lib.retrieval.fusion_training import save_router_model, train_fusion
-from skill_assets.lib.retrieval.pools import Skill, load_pool
+from skill_assets.lib.retrieval.pools import load_pool
 from skill_assets.lib.retrieval.requests import from_benchmark_queries
 from skill_assets.lib.retrieval.signals import SIGNALS
+from skill_assets.lib.retrieval.store_skills import store_skills
 
 GROUP = "router"
 
@@ -58,8 +59,7 @@ def router_fusion(context: dg.AssetExecutionContext, config: FusionSettings, sto
     else:
         rows = store.query("SELECT * FROM benchmark_queries WHERE split IN ('train', 'dev') ORDER BY query_id")
         requests, source = from_benchmark_queries(rows.to_dicts()), "benchmark_queries"
-        skills = [Skill(r["skill_id"], r["name"], r["description"], r["body"]) for r in store.query(
-            "SELECT skill_id, name, description, body FROM skills ORDER BY skill_id").to_dicts()]
+        skills = store_skills(store.path)
     if not any(r.split == "train" for r in requests):
         raise dg.Failure(f"{source} has no train requests: nothing to fit the fusion on")
     embedder = registry.newest_path(store.path, registry.EMBEDDER) or models.embedder

@@ -16,9 +16,9 @@ from datetime import datetime
 
 from skill_assets.lib.common.hashing import digest
 from skill_assets.lib.retrieval.lexical import LexicalIndex
-from skill_assets.lib.retrieval.pools import Skill
 from skill_assets.lib.retrieval.ranking import top_k_rankings
 from skill_assets.lib.retrieval.signals import lexical_document
+from skill_assets.lib.retrieval.store_skills import skills_from_rows
 
 KINDS = ("skill_set", "naturalness", "taxonomy")
 KIND_TITLES = {"skill_set": "skill sets", "naturalness": "naturalness", "taxonomy": "taxonomy classes"}
@@ -55,9 +55,9 @@ def bm25_candidates(queries: list[dict], pool: list[dict], n: int, exclude: dict
     """
     if not queries or not pool or n <= 0:
         return {q["query_id"]: [] for q in queries}
-    ids = [s["skill_id"] for s in pool]
-    index, _ = LexicalIndex.build_or_load([lexical_document(Skill(s["skill_id"], s["name"], s["description"], s["body"]))
-                                          for s in pool])
+    skills = skills_from_rows(pool)
+    ids = [s.id for s in skills]
+    index, _ = LexicalIndex.build_or_load([lexical_document(s) for s in skills])
     widest = max((len(q["skill_ids"]) + len((exclude or {}).get(q["query_id"], ())) for q in queries), default=0)
     rankings = top_k_rankings(index.scores([q["query"] for q in queries]), ids, n + widest)
     out = {}

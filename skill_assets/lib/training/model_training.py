@@ -28,9 +28,9 @@ from skill_assets.lib.common.metrics import mean_metrics, per_query_metrics
 from skill_assets.lib.common.skill_groups import collapse_rankings, singleton_groups
 from skill_assets.lib.common.skill_text import ENCODER_CAPS, RERANKER_CAPS, skill_document
 from skill_assets.lib.retrieval.lexical import LexicalIndex
-from skill_assets.lib.retrieval.pools import Skill
 from skill_assets.lib.retrieval.ranking import rerank, top_k_rankings
 from skill_assets.lib.retrieval.signals import lexical_document
+from skill_assets.lib.retrieval.store_skills import skills_from_rows
 from skill_assets.lib.training.embedder_training import build_loss as embedder_loss
 from skill_assets.lib.training.embedder_training import (
     embedder_batch_loss,
@@ -210,8 +210,7 @@ def mine_negatives(rule: str, queries: list[dict], skills: list[dict], teacher, 
     query_emb = teacher.encode([query_prompt + q["query"] for q in queries], normalize_embeddings=True)
     positives = [[index[s] for s in q["skill_ids"] if s in index] for q in queries]
     if rule == "skillrouter":
-        lexical, _ = LexicalIndex.build_or_load([lexical_document(Skill(s["skill_id"], s["name"], s["description"],
-                                                                        s["body"])) for s in skills])
+        lexical, _ = LexicalIndex.build_or_load([lexical_document(s) for s in skills_from_rows(skills)])
         bm25 = top_k_rankings(lexical.scores([q["query"] for q in queries]), [s["skill_id"] for s in skills], 20)
         mined, removed = mine_skillrouter_negatives(query_emb, skill_emb, skills, positives,
                                                     [[index[s] for s, _ in r] for r in bm25], seed)

@@ -3,6 +3,7 @@ from collections import Counter
 from datetime import UTC, datetime
 
 from skill_assets.lib.review.items import (
+    bm25_candidates,
     merge_rounds,
     naturalness_items,
     next_round_items,
@@ -14,6 +15,24 @@ from skill_assets.lib.review.label_studio_tasks import task_payload
 
 QUERIES = [{"query_id": f"q{i}", "query": f"request {i}", "direction": "en2en", "k": 1 + i % 3,
             "skill_ids": [f"s{j}" for j in range(1 + i % 3)]} for i in range(12)]
+
+POOL = [{"skill_id": sid, "name": name, "description": desc, "body": body, "super_domain": "dev"}
+        for sid, name, desc, body in [
+            ("git/rebase", "git-rebase", "Rebase a branch onto main.", "git rebase main, then resolve conflicts."),
+            ("git/merge", "git-merge", "Merge a branch into main.", "git merge feature."),
+            ("pdf/merge", "pdf-merge", "Merge PDF files into one.", "Combine pages of PDF files."),
+            ("pdf/split", "pdf-split", "Split a PDF into pages.", "One file per page."),
+            ("csv/clean", "csv-clean", "Clean a CSV file.", "Drop empty rows."),
+        ]]
+
+
+def test_bm25_candidates_are_the_best_lexical_skills_outside_the_truth_and_the_excluded():
+    queries = [{"query_id": "q1", "query": "merge the pdf files", "skill_ids": ["pdf/merge"]},
+               {"query_id": "q2", "query": "rebase my git branch", "skill_ids": ["git/rebase"]}]
+    assert bm25_candidates(queries, POOL, 2) == {"q1": ["git/merge", "pdf/split"], "q2": ["git/merge", "pdf/merge"]}
+    assert bm25_candidates(queries, POOL, 1, exclude={"q1": {"git/merge"}}) == {"q1": ["pdf/split"],
+                                                                                 "q2": ["git/merge"]}
+    assert bm25_candidates(queries, [], 2) == {"q1": [], "q2": []}
 
 
 def test_every_multi_skill_query_and_a_seeded_quarter_for_naturalness():

@@ -36,6 +36,10 @@ POOL_ENV = "SKILL_ASSETS_CURATED_POOL"
 BENCHMARK_NAME = "curated"
 REQUESTS, REJECTIONS, REVIEW = "requests.jsonl", "rejections.jsonl", "review.jsonl"
 SPLITS = ("train", "dev", "test")
+#: skills a request may need: the short sets' (curated, meaning-only, styles) one to three, a long task
+#: statement's up to six (``LONG_TASK_REQUESTS``, issue 33); each reader names its own limit
+MAX_GROUPS, LONG_TASK_MAX_GROUPS = 3, 6
+LONG_TASK_REQUESTS = CURATED_DIR.parent / "long_tasks" / REQUESTS
 STYLES = ("task_direct", "scene", "role_setup", "constraint", "multi_step", "debug",
           # the demo benchmark's and the styles dev set's: how users write beside the curated writers
           "terse", "vague", "pasted_error", "step_list", "other_language", "casual")
@@ -56,9 +60,12 @@ class CuratedRejection:
     writer: str = ""
 
 
-def load_requests(path: Path = CURATED_DIR) -> list[Request]:
+def load_requests(path: Path = CURATED_DIR, max_groups: int = MAX_GROUPS) -> list[Request]:
     """The requests of a curated-format file (or of ``requests.jsonl`` in a folder): the one reader of request
-    files, strict: a line that breaks the format raises, naming file and line; nothing is repaired."""
+    files, strict: a line that breaks the format raises, naming file and line; nothing is repaired.
+
+    ``max_groups``: the most skills one request may need. The short sets keep 3, so a fourth group there is a
+    malformed line, not a long task; the long task statements are read with ``LONG_TASK_MAX_GROUPS``."""
     path = Path(path)
     out: list[Request] = []
     seen: dict[str, str] = {}
@@ -70,9 +77,9 @@ def load_requests(path: Path = CURATED_DIR) -> list[Request]:
         direction, split, style = _choice(rec, "direction", DIRECTIONS, where), _choice(rec, "split", SPLITS, where), \
             _choice(rec, "style", STYLES, where)
         raw_groups = rec.get("gt_groups")
-        if (not isinstance(raw_groups, list) or not 1 <= len(raw_groups) <= 3
+        if (not isinstance(raw_groups, list) or not 1 <= len(raw_groups) <= max_groups
                 or not all(isinstance(g, list) and g and all(isinstance(s, str) and s for s in g) for g in raw_groups)):
-            raise CuratedFormatError(f"{where}: 'gt_groups' must be 1-3 non-empty lists of skill ids")
+            raise CuratedFormatError(f"{where}: 'gt_groups' must be 1-{max_groups} non-empty lists of skill ids")
         groups = tuple(tuple(g) for g in raw_groups)
         flat = [s for g in groups for s in g]
         if len(set(flat)) != len(flat):

@@ -17,21 +17,28 @@ checked against the skills it is labelled with:
 
 A translation of a name cannot be caught by rule; the writing guide forbids it and the second pass
 reads for it.
+
+A long task statement (``long_task_problems``, issue 33) keeps the name, copied-phrase and script rules but not
+the proper nouns: a real ticket names the tools it runs on, and the task is judged on whether it states each
+need in its own words, not on avoiding a product. It must also be as long as the tasks it stands for
+(``LONG_WORDS`` English words, ``LONG_CJK`` Chinese characters) and need ``LONG_K`` skills.
 """
 from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from skill_assets.lib.common.hashing import squash
-from skill_assets.lib.common.language import detect_language, script_counts
+from skill_assets.lib.common.language import count_length, detect_language, script_counts
 
 WORD_RUN = 6
 CJK_RUN = 10
 MIN_CJK_SHARE = 0.75
 PROPER_SHARE = 0.8
+#: a long task statement's length (English words, Chinese CJK characters) and how many skills it needs
+LONG_WORDS, LONG_CJK, LONG_K = (150, 600), (300, 1200), (2, 6)
 #: acronyms that name a kind of thing, not a product: meaning-only requests may use them
 GENERIC_ACRONYMS = frozenset("""
 AI API APIS CLI CPU CSS CSV DB DNS FAQ GPU GUI HTML HTTP HTTPS ID IDE IO IP JSON KPI LLM ML OS PDF PNG JPG JPEG
@@ -101,8 +108,11 @@ def _runs(tokens: list[str], n: int) -> set[tuple[str, ...]]:
     return {tuple(tokens[i:i + n]) for i in range(len(tokens) - n + 1)}
 
 
-def request_problems(query: str, lang: str, skills: Iterable[SkillText], proper: frozenset[str]) -> list[str]:
-    """Every rule the request breaks against its labelled ``skills``, one line each; empty when clean."""
+def request_problems(query: str, lang: str, skills: Iterable[SkillText], proper: frozenset[str],
+                     product_names: bool = True) -> list[str]:
+    """Every rule the request breaks against its labelled ``skills``, one line each; empty when clean.
+
+    ``product_names=False`` leaves out the proper-noun rule (``proper`` is then unused): long task statements."""
     problems = []
     if detect_language(query) != lang:
         problems.append(f"request reads as {detect_language(query)}, labelled {lang}")
@@ -115,12 +125,12 @@ def request_problems(query: str, lang: str, skills: Iterable[SkillText], proper:
     for skill in skills:
         if squash(skill.name) and squash(skill.name) in squashed:
             problems.append(f"names skill {skill.id} ({skill.name!r})")
-        head = f"{skill.name} {skill.description}"
-        head_names = {w for w in _words(skill.description) if w in proper} | _marked_names(head)
-        head_names |= {w for w in re.split(r"[-_\s]+", skill.name.lower()) if w in proper}
-        leaked = sorted(head_names & words)
-        if leaked:
-            problems.append(f"uses names from {skill.id}: {', '.join(leaked)}")
+        if product_names:
+            head = f"{skill.name} {skill.description}"
+            head_names = {w for w in _words(skill.description) if w in proper} | _marked_names(head)
+            head_names |= {w for w in re.split(r"[-_\s]+", skill.name.lower()) if w in proper}
+            if leaked := sorted(head_names & words):
+                problems.append(f"uses names from {skill.id}: {', '.join(leaked)}")
         text = f"{skill.name}\n{skill.description}\n{skill.body}"
         copied = q_word_runs & _runs(_words(text), WORD_RUN)
         if copied:
@@ -129,3 +139,16 @@ def request_problems(query: str, lang: str, skills: Iterable[SkillText], proper:
         if copied_cjk:
             problems.append(f"copies {CJK_RUN} characters of {skill.id}: {''.join(sorted(copied_cjk)[0])!r}")
     return problems
+
+
+def long_task_problems(query: str, lang: str, skills: Sequence[SkillText]) -> list[str]:
+    """Every rule a long task statement breaks against the ``skills`` it needs, one line each; empty when clean:
+    its length and skill count, then ``request_problems`` without the proper-noun rule."""
+    problems = []
+    low, high = LONG_CJK if lang == "zh" else LONG_WORDS
+    if not low <= (length := count_length(query, lang)) <= high:
+        unit = "Chinese characters" if lang == "zh" else "words"
+        problems.append(f"{length} {unit}, a long task has {low}-{high}")
+    if not LONG_K[0] <= len(skills) <= LONG_K[1]:
+        problems.append(f"needs {len(skills)} skills, a long task needs {LONG_K[0]}-{LONG_K[1]}")
+    return problems + request_problems(query, lang, skills, frozenset(), product_names=False)

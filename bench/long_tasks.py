@@ -1,0 +1,248 @@
+"""Long task statements routed by their parts: BM25 alone, the default router, and part-wise routing.
+
+    .venv/bin/python bench/long_tasks.py [--choose] [--test] [--no-doc]
+
+Pool: every SKILL.md of the shared GitHub corpus. Systems: ``bm25`` (BM25 alone over the whole request);
+``router``, what ``Router.from_store`` gives with no store, routing the whole request (``Engine.route``);
+``parts``, the same router through ``part_routing.route_by_parts`` (the whole and each need part, merged);
+``parts+setup``, the same keeping the parts a section label marks as setting. Sets: the long-task dev split
+(``skill_assets/benchmarks/long_tasks/``), by direction, and the short dev sets (meaning-only, curated, styles),
+which part-wise routing must not make worse: their requests of one part route exactly as the router does
+(``tests/lib/retrieval/test_part_routing.py``), so only those of several parts are routed again here. Figures: Hit@1,
+Set-Compat (every needed skill in the top k) and FC@10 (every needed skill in the top 10), means over requests in
+%, with the 95 % bootstrap interval of the paired difference against BM25 for ``parts``.
+
+``--choose`` adds the grid the merge's settings were chosen on (dev only: the whole's candidates the parts may
+lift, setup parts kept or left out). ``--test`` also scores the long-task test split, once, at the end of the work.
+Latency: a 600-word request (dev tasks joined and cut at 600 words) routed over the corpus padded with variants to
+``--pool-size`` skills (``shared_corpus.corpus_pool``), p50 over ``--latency-runs`` runs after a warm-up, whole
+and part-wise; a figure, on whatever else the cores run. Writes its section of docs/RESULTS.md and ends with
+one JSON line.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from results_doc import write_section  # noqa: E402
+from shared_corpus import add_pool_arguments, corpus_pool  # noqa: E402
+
+from skill_assets.lib.common.significance import bootstrap_interval  # noqa: E402
+from skill_assets.lib.evaluation.curated_benchmark import (  # noqa: E402
+    LONG_TASK_MAX_GROUPS,
+    LONG_TASK_REQUESTS,
+    load_requests,
+)
+from skill_assets.lib.retrieval.engine import Engine  # noqa: E402
+from skill_assets.lib.retrieval.part_routing import CANDIDATES, route_by_parts  # noqa: E402
+from skill_assets.lib.retrieval.pools import load_pool  # noqa: E402
+from skill_assets.lib.retrieval.ranking import top_k_rankings  # noqa: E402
+from skill_assets.lib.retrieval.requests import Request, group_metrics  # noqa: E402
+from skill_assets.lib.retrieval.task_parts import task_parts  # noqa: E402
+from skill_assets.router.routing import Router, stderr_log  # noqa: E402
+from skill_assets.router.shipped_embedder import CURATED_REQUESTS, MEANING_REQUESTS  # noqa: E402
+from skill_assets.router.shipped_router import STYLES_REQUESTS  # noqa: E402
+
+METRICS = ("hit@1", "set_compat", "fc@10")
+TOP_K = 20
+LATENCY_WORDS = 600
+#: the grid ``--choose`` scores: (the whole's skills the parts may lift, keep the setup parts)
+GRID = [(d, setup) for d in (10, 20, 50, 100) for setup in (False, True)]
+
+
+def long_split(split: str) -> list[Request]:
+    return [r for r in load_requests(LONG_TASK_REQUESTS, max_groups=LONG_TASK_MAX_GROUPS) if r.split == split]
+
+
+def short_dev_sets() -> dict[str, list[Request]]:
+    return {name: [r for r in load_requests(path) if r.split == "dev"]
+            for name, path in (("meaning dev", MEANING_REQUESTS), ("curated dev", CURATED_REQUESTS),
+                               ("styles dev", STYLES_REQUESTS))}
+
+
+def bm25_rankings(engine: Engine, requests: list[Request]) -> list[list[str]]:
+    scores = engine.signal_scores([r.query for r in requests], signals=("bm25",))["bm25"]
+    return [[sid for sid, _ in ranking] for ranking in top_k_rankings(scores, engine.ids, TOP_K)]
+
+
+def routed(routes: list) -> list[list[str]]:
+    return [[x.skill_id for x in r.ranking] for r in routes]
+
+
+def part_rankings(engine: Engine, requests: list[Request], whole: list[list[str]], **settings) -> list[list[str]]:
+    """Part-wise rankings: the requests of several parts routed by parts, the others' whole-request rankings reused
+    (``route_by_parts`` routes a request of one part by ``Engine.route`` itself)."""
+    several = [i for i, r in enumerate(requests) if len(task_parts(r.query)) > 1]
+    out = list(whole)
+    for i, ranking in zip(several, routed(route_by_parts(engine, [requests[i].query for i in several], top_k=TOP_K,
+                                                         **settings))):
+        out[i] = ranking
+    return out
+
+
+def summary(rankings: list[list[str]], requests: list[Request], baseline: list[list[str]] | None = None) -> dict:
+    """Means in % and, against ``baseline``, the paired difference with its 95 % bootstrap interval."""
+    values = group_metrics(rankings, requests)
+    row: dict = {"n": len(requests)}
+    base = group_metrics(baseline, requests) if baseline is not None else None
+    for m in METRICS:
+        v = values[m]
+        keep = np.isfinite(v)
+        row[m] = round(100 * float(v[keep].mean()), 1) if keep.any() else None
+        if base is not None and keep.any():
+            diff = v[keep] - base[m][keep]
+            lo, hi = bootstrap_interval(diff)
+            row[f"{m}_vs_bm25"] = [round(100 * float(diff.mean()), 1), round(100 * lo, 1), round(100 * hi, 1)]
+    return row
+
+
+def score_long(engine: Engine, requests: list[Request]) -> dict:
+    """Every system on a long-task split, overall and by direction."""
+    runs = {"bm25": bm25_rankings(engine, requests), "router": routed(engine.route([r.query for r in requests],
+                                                                                  top_k=TOP_K))}
+    runs["parts"] = part_rankings(engine, requests, runs["router"])
+    runs["parts+setup"] = part_rankings(engine, requests, runs["router"], setup_parts=True)
+    out = {"all": {k: summary(v, requests, runs["bm25"] if k == "parts" else None) for k, v in runs.items()}}
+    for d in sorted({r.direction for r in requests}):
+        idx = [i for i, r in enumerate(requests) if r.direction == d]
+        sub = [requests[i] for i in idx]
+        out[d] = {k: summary([v[i] for i in idx], sub, [runs["bm25"][i] for i in idx] if k == "parts" else None)
+                  for k, v in runs.items()}
+    return out
+
+
+def score_short(engine: Engine, requests: list[Request]) -> dict:
+    """BM25, the router and part-wise routing on a short dev set (Set-Compat over its multi-skill requests)."""
+    whole = routed(engine.route([r.query for r in requests], top_k=TOP_K))
+    several = sum(len(task_parts(r.query)) > 1 for r in requests)
+    return {"several_parts": several, "bm25": summary(bm25_rankings(engine, requests), requests),
+            "router": summary(whole, requests), "parts": summary(part_rankings(engine, requests, whole), requests)}
+
+
+def choose(engine: Engine, sets: dict[str, list[Request]]) -> list[dict]:
+    """The grid on the dev sets: each setting's figures on every set (the short sets' requests of several parts)."""
+    whole = {name: routed(engine.route([r.query for r in rs], top_k=TOP_K)) for name, rs in sets.items()}
+    rows = []
+    for candidates, setup in GRID:
+        row = {"candidates": candidates, "setup_parts": setup}
+        for name, rs in sets.items():
+            ranks = part_rankings(engine, rs, whole[name], candidates=candidates, setup_parts=setup)
+            row[name] = summary(ranks, rs)
+        rows.append(row)
+        stderr_log(f"grid {candidates} {setup}: " + ", ".join(f"{k} {v['hit@1']}/{v['set_compat']}/{v['fc@10']}"
+                                                              for k, v in row.items() if isinstance(v, dict)))
+    return rows
+
+
+def latency_request(requests: list[Request]) -> str:
+    """A 600-word task statement: English dev tasks joined (blank line between) and cut at ``LATENCY_WORDS``
+    words, keeping their lines."""
+    lines, words = [], 0
+    for r in (r for r in requests if r.lang == "en"):
+        for line in [*r.query.splitlines(), ""]:
+            take = line.split()[:LATENCY_WORDS - words]
+            lines.append(" ".join(take))
+            words += len(take)
+            if words >= LATENCY_WORDS:
+                return "\n".join(lines)
+    return "\n".join(lines)
+
+
+def latency(pool_size: int, corpus: Path, cache: Path, request: str, runs: int) -> dict:
+    """p50 / p95 ms of routing ``request`` whole and by parts over the padded pool (three warm-up runs each)."""
+    pool, _, _ = corpus_pool(corpus, pool_size)
+    router = Router.from_store(db_path=cache / "no-store.duckdb", cache_dir=cache, log=stderr_log)
+    router.index(pool)
+    out = {"pool": len(pool), "words": len(request.split()), "parts": len(task_parts(request)),
+           "cores": os.cpu_count(), "load_average": [round(x, 2) for x in os.getloadavg()]}
+    for name, fn in (("whole", lambda: router.route([request])), ("parts", lambda: route_by_parts(router, [request]))):
+        for _ in range(3):
+            fn()
+        times = []
+        for _ in range(runs):
+            t0 = time.perf_counter()
+            fn()
+            times.append((time.perf_counter() - t0) * 1000)
+        out[f"{name}_p50_ms"] = round(float(np.percentile(times, 50)), 1)
+        out[f"{name}_p95_ms"] = round(float(np.percentile(times, 95)), 1)
+    return out
+
+
+def fmt(row: dict, m: str) -> str:
+    d = row.get(f"{m}_vs_bm25")
+    return f"{row[m]}" + (f" ({d[0]:+.1f} [{d[1]:+.1f}, {d[2]:+.1f}])" if d else "")
+
+
+def tables(results: dict) -> str:
+    lines = []
+    for name in [n for n in results if n.startswith("long")]:
+        res = results[name]
+        lines += [f"**{name}** ({res['all']['bm25']['n']} tasks): Hit@1 / Set-Compat / FC@10 in %; for parts, the "
+                  "paired difference against BM25 [95 % interval]", "",
+                  "| set | system | Hit@1 | Set-Compat | FC@10 |", "|---|---|---|---|---|"]
+        for part, systems in res.items():
+            label = part if part == "all" else f"{part} (n={systems['bm25']['n']})"
+            for system, row in systems.items():
+                lines.append(f"| {label} | {system} | {fmt(row, 'hit@1')} | {fmt(row, 'set_compat')} | "
+                             f"{fmt(row, 'fc@10')} |")
+        lines.append("")
+    short = {n: v for n, v in results.items() if not n.startswith("long") and n not in ("grid", "latency")}
+    lines += ["**Short dev sets** (a request of one part routes as the router does): Hit@1 / Set-Compat / FC@10 in %",
+              "", "| set | requests of several parts | bm25 | router | parts |", "|---|---|---|---|---|"]
+    for name, res in short.items():
+        cell = lambda r: f"{r['hit@1']} / {r['set_compat']} / {r['fc@10']}"  # noqa: E731
+        lines.append(f"| {name} (n={res['router']['n']}) | {res['several_parts']} | {cell(res['bm25'])} | "
+                     f"{cell(res['router'])} | {cell(res['parts'])} |")
+    if "grid" in results:
+        names = [k for k in results["grid"][0] if isinstance(results["grid"][0][k], dict)]
+        lines += ["", "**Grid** (`--choose`, dev): Hit@1 / Set-Compat / FC@10 in % per set", "",
+                  "| candidates | setup parts | " + " | ".join(names) + " |", "|---|---|" + "---|" * len(names)]
+        for row in results["grid"]:
+            lines.append(f"| {row['candidates']} | {'kept' if row['setup_parts'] else 'left out'} | " + " | ".join(
+                f"{row[n]['hit@1']} / {row[n]['set_compat']} / {row[n]['fc@10']}" for n in names) + " |")
+    lat = results["latency"]
+    lines += ["", f"**Latency**: a {lat['words']}-word request ({lat['parts']} parts) over {lat['pool']} skills, "
+                  f"{lat['cores']} cores (load average {lat['load_average']}): whole p50 {lat['whole_p50_ms']} ms "
+                  f"(p95 {lat['whole_p95_ms']}), part-wise p50 {lat['parts_p50_ms']} ms (p95 {lat['parts_p95_ms']})."]
+    return "\n".join(lines)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_pool_arguments(ap)
+    ap.add_argument("--cache-dir", default=str(Path("~/.cache/skill-assets/bench-index").expanduser()))
+    ap.add_argument("--choose", action="store_true", help="also score the grid the merge's settings were chosen on")
+    ap.add_argument("--test", action="store_true", help="also score the long-task test split (once)")
+    ap.add_argument("--latency-runs", type=int, default=50)
+    ap.add_argument("--no-doc", action="store_true", help="do not write docs/RESULTS.md")
+    args = ap.parse_args()
+    cache = Path(args.cache_dir)
+    skills = load_pool(args.corpus).skills
+    router = Router.from_store(db_path=cache / "no-store.duckdb", cache_dir=cache, log=stderr_log)
+    router.index(skills)
+    dev = long_split("dev")
+    results = {"long dev": score_long(router, dev)}
+    shorts = short_dev_sets()
+    results.update({name: score_short(router, rs) for name, rs in shorts.items()})
+    if args.choose:
+        results["grid"] = choose(router, {"long dev": dev, **shorts})
+    if args.test:
+        results["long test"] = score_long(router, long_split("test"))
+    results["latency"] = latency(args.pool_size, Path(args.corpus), cache, latency_request(dev), args.latency_runs)
+    if not args.no_doc:
+        flags = "".join(f" {f}" for f, on in (("--choose", args.choose), ("--test", args.test)) if on)
+        write_section("long-tasks", f"`bench/long_tasks.py{flags}`; pool: {len(skills)} corpus skills; part-wise "
+                      f"routing lifts among the whole's first {CANDIDATES} skills.\n\n" + tables(results))
+    print(json.dumps(results, ensure_ascii=False))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

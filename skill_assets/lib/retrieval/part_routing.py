@@ -1,0 +1,122 @@
+"""Route a long request by its parts as well as whole, so that every need it states can reach the top k.
+
+A task statement needs two to six skills for distinct parts, and one query over all of it ranks the skills of the
+part that dominates its words and loses the others (issue 33). Here the whole request and each of its need parts
+(``task_parts.need_parts(task_parts(...))``) are scored with every signal and fused by the engine's own fusion,
+and the rankings are merged by a coverage-aware noisy-OR:
+
+    P(s) = 1 - (1 - P_whole(s)) * prod over the parts p whose best candidate is s of (1 - P_p(s))
+
+over the whole request's first ``CANDIDATES`` fused skills, where ``P`` is the fused score read as a probability by
+the selection cut's Platt scaling (what the cut itself reads). Each part adds evidence to one skill only, its best
+among the whole's candidates, so a part's best skill rises by that part's own confidence and a skill many parts
+merely mention does not crowd it out. The whole's candidates bound the merge: on the long-task dev split a part's
+best skill from the whole pool was a needed one for 43 % of the parts where the whole ranked it in its first 50,
+and for 2 % elsewhere (setup sentences find an unrelated skill with confidence). The merged probability is mapped
+back to the fused-score scale (the inverse Platt), so the ranking's scores and the cut's reading of them mean what
+they mean on the whole-request path; the skills past the candidates follow in the whole's order.
+
+Chosen on the dev splits (the long-task dev split, 65 tasks, and the short dev sets, which must not get worse).
+Against the whole request alone (Hit@1 / NDCG@10 / Set-Compat / FC@10 47.7 / 48.5 / 13.8 / 33.8 on long dev,
+BM25 38.5 / 37.4 / 13.8 / 27.7), scored while it was built: reciprocal-rank fusion of the whole's and every part's
+ranking (at best 47.7 / 51.5 / 20.0 / 36.9, and below the whole at its usual constant 60), a greedy
+facility-location cover of the parts (50.8 / 53.4 / 10.8 / 40.0: it covers the setup parts too), a max over the
+parts' per-signal z-scores fused once, merged with the whole (61.5 / 55.1 / 12.3 / 36.9), and this merge
+(56.9 / 57.2 / 16.9 / 41.5; 63.1 / 58.3 / 18.5 / 41.5 with the setup parts left out). A part's weight in the
+noisy-OR of 0.5 instead of 1 was lower on long dev, 1.5 a task higher there but a request lower on curated dev's
+Set-Compat, and a part's best three skills instead of one lower; ``bench/long_tasks.py --choose`` scores the
+candidate depth and the setup parts again. The short dev sets route as before or better
+(their requests of several parts are a few percent).
+
+A request of one part, an engine without a fusion, or one whose encoders' indexes are still building, routes
+exactly as ``Engine.route`` does. Merged rankings are not reranked: the cross-encoder reads the head of one text,
+and a long statement is past what it reads.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from skill_assets.lib.retrieval.engine import Engine
+from skill_assets.lib.retrieval.pool_index import PoolIndex
+from skill_assets.lib.retrieval.results import Fused, RankedSkill, RoutedRequest
+from skill_assets.lib.retrieval.task_parts import need_parts, task_parts
+
+#: how many of the whole request's fused skills the parts may lift: the fusion's own candidate depth
+CANDIDATES = 50
+#: texts scored in one call: the bi-encoder pads a batch to its longest text, so a 600-word request's pieces and its
+#: short parts in one call took twice the time of scoring them four texts of like length at a time (2.1 s against
+#: 1.0 s on two busy cores; one or eight at a time no faster)
+GROUP = 4
+#: a probability kept off 0 and 1, so that its logit (the fused-score scale) stays finite
+_EPS = 1e-9
+
+
+def route_by_parts(engine: Engine, queries: list[str], top_k: int = 20, cap: int | None = None,
+                   candidates: int = CANDIDATES, setup_parts: bool = False) -> list[RoutedRequest]:
+    """``Engine.route`` for requests that may be long task statements: each request of several parts is scored
+    whole and part by part and merged (the module's docstring); every other request is routed by ``engine.route``.
+
+    ``candidates`` (how many of the whole's skills the parts may lift) and ``setup_parts`` (keep the parts a section
+    label marks as setting, which ``need_parts`` leaves out) are what ``bench/long_tasks.py`` varies; the defaults
+    are the settings chosen on dev."""
+    if top_k < 1:
+        raise ValueError("top_k must be >= 1")
+    split = {i: task_parts(q) for i, q in enumerate(queries)}
+    split = {i: parts if setup_parts else need_parts(parts) for i, parts in split.items() if len(parts) > 1}
+    if not split or engine.fusion is None or not engine.complete:
+        return engine.route(queries, top_k=top_k, cap=cap)
+    out: dict[int, RoutedRequest] = {}
+    if whole_only := [i for i in range(len(queries)) if i not in split]:
+        out.update(zip(whole_only, engine.route([queries[i] for i in whole_only], top_k=top_k, cap=cap)))
+    pool = engine.pool  # one index for the whole call, whatever a background build publishes meanwhile
+    fused = iter(_fused_by_length(engine, [t for i, parts in split.items() for t in (queries[i], *parts)], pool))
+    for i, parts in split.items():
+        whole = next(fused)
+        out[i] = _merged(engine, queries[i], whole, [next(fused) for _ in parts], top_k, cap, candidates, pool)
+    return [out[i] for i in range(len(queries))]
+
+
+def _fused_by_length(engine: Engine, texts: list[str], pool: PoolIndex) -> list[Fused]:
+    """``engine.fused`` of every text, scored ``GROUP`` texts of like length at a time, in ``texts`` order."""
+    out: dict[int, Fused] = {}
+    by_length = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+    for start in range(0, len(by_length), GROUP):
+        group = by_length[start:start + GROUP]
+        out.update(zip(group, engine.fused([texts[i] for i in group], pool=pool)))
+    return [out[i] for i in range(len(texts))]
+
+
+def _merged(engine: Engine, query: str, whole: Fused, parts: Sequence[Fused], top_k: int, cap: int | None,
+            candidates: int, pool: PoolIndex) -> RoutedRequest:
+    """One request's merged ranking and selection (the noisy-OR of the module's docstring)."""
+    cut = engine.selection
+    a, b = (cut.a, cut.b) if cut.a > 0 else (1.0, 0.0)  # an inverted calibration would invert the merge
+
+    def probability(score: float) -> float:
+        return min(max(1.0 / (1.0 + math.exp(-(a * score + b))), _EPS), 1.0 - _EPS)
+
+    head = [int(j) for j in whole.order[:candidates]]
+    row_of = {int(whole.cands.rows[j]): j for j in head}
+    miss = {j: 1.0 - probability(float(whole.scores[j])) for j in head}  # P(no evidence serves s)
+    for part in parts:
+        best = next((int(k) for k in part.order if int(part.cands.rows[k]) in row_of), None)
+        if best is not None:
+            j = row_of[int(part.cands.rows[best])]
+            miss[j] *= 1.0 - probability(float(part.scores[best]))
+
+    def fused_scale(j: int) -> float:
+        p = min(max(1.0 - miss[j], _EPS), 1.0 - _EPS)
+        return (math.log(p / (1.0 - p)) - b) / a
+
+    merged = sorted(((fused_scale(j), -n, j) for n, j in enumerate(head)), reverse=True)
+    order = [j for _, _, j in merged] + [int(j) for j in whole.order[candidates:]]
+    scores = {j: s for s, _, j in merged} | {int(j): float(whole.scores[j]) for j in whole.order[candidates:]}
+    names = engine.fusion.signals
+    ranked = [RankedSkill(pool.ids[whole.cands.rows[j]], scores[j],
+                          {**{n: round(float(whole.cands.raw[j, i]), 6) for i, n in enumerate(names)},
+                           "fused": round(scores[j], 6)})
+              for j in order[:top_k]]
+    ids = [pool.ids[whole.cands.rows[j]] for j in order]
+    selected = cut.select(ids, [scores[j] for j in order], engine.similarity, query, cap)
+    return RoutedRequest(ranked, selected, tuple(names))

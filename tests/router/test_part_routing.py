@@ -1,0 +1,89 @@
+"""Part-wise routing on the toy bilingual pool (real signals, the toy fusion): a request of one part routes exactly
+as ``Engine.route`` does, and the merge lifts each part's best skill into the top k of a long request."""
+import os
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from skill_assets.lib.common.bundled_models import bundled_minilm  # noqa: E402
+from skill_assets.lib.retrieval.fusion_training import load_router_model  # noqa: E402
+from skill_assets.lib.retrieval.part_routing import route_by_parts  # noqa: E402
+from skill_assets.lib.retrieval.signals import SIGNALS  # noqa: E402
+from skill_assets.lib.retrieval.task_parts import need_parts, task_parts  # noqa: E402
+from skill_assets.router import Router  # noqa: E402
+
+#: the background names other skills' topics, to pull the whole request toward them (it is left out as setup)
+LONG = """Ticket INFRA-7: our small web shop has to be ready for the spring sale next week.
+
+Background: every week the team squashes its commits with an interactive rebase before review, cleans the CSV exports
+of the shop with pandas (duplicated rows, dates read as text), fills in the PDF forms of the tax office and posts build
+alerts to the DingTalk group. None of that needs help this time.
+
+1. The web container and the database container in our compose project cannot reach each other by service name.
+2. A query on the orders table takes nine seconds; read its plan and add the index it is missing.
+3. Our designer is applying for a new job and asks for a one-page letter for the application.
+
+Constraints: nothing may be deployed on Friday, and every change needs a second reviewer."""
+NEEDS = {"devops/docker-compose-networking", "db/postgres-index-tuning", "writing/cover-letter"}
+SHORT = ["my docker compose containers cannot reach each other by service name",
+         "订单表上的一个查询要跑九秒，看看执行计划应该加什么索引",
+         "My compose services cannot reach each other. How do I fix it?"]
+
+
+@pytest.fixture(scope="module")
+def fused(toy):
+    """The toy pool routed by the fusion and cut fitted on the toy requests."""
+    router, _, _, _, folder, root = toy
+    fusion, cut = load_router_model(folder)
+    engine = Router(bundled_minilm(), cache_dir=root / "cache", fusion=fusion, selection=cut, signals=SIGNALS)
+    engine.index(router.skills)
+    return engine
+
+
+def test_a_request_of_one_part_routes_exactly_as_before(fused):
+    assert all(len(task_parts(q)) == 1 for q in SHORT)
+    before = [r.as_dict() for r in fused.route(SHORT, top_k=5)]
+    assert [r.as_dict() for r in route_by_parts(fused, SHORT, top_k=5)] == before
+    for query in SHORT:
+        assert route_by_parts(fused, [query], top_k=5)[0].as_dict() == fused.route([query], top_k=5)[0].as_dict()
+    # beside a long request in one call: the same skills and selection (a batch of other size pads the encoders'
+    # inputs otherwise, which moves a score in its last digits, as it does for Engine.route itself)
+    mixed = route_by_parts(fused, [SHORT[0], LONG, SHORT[1]], top_k=5)
+    for got, want in zip([mixed[0], mixed[2]], before[:2]):
+        assert [r.skill_id for r in got.ranking] == [r["skill_id"] for r in want["ranking"]]
+        assert got.selected == want["selected"]
+        assert [r.score for r in got.ranking] == pytest.approx([r["score"] for r in want["ranking"]], abs=1e-4)
+
+
+def test_the_merge_puts_each_parts_best_skill_in_the_top_k(fused):
+    parts = need_parts(task_parts(LONG))
+    assert len(parts) == 4 and not any(p.startswith(("Background", "Constraints")) for p in parts)
+    steps = [p for p in parts if p[0].isdigit()]  # the three needs; the fourth part is the ticket's title
+    best = {r.ranking[0].skill_id for r in fused.route(steps, top_k=1)}  # each step's best skill, routed alone
+    assert best == NEEDS
+    (merged,) = route_by_parts(fused, [LONG], top_k=10)
+    assert {r.skill_id for r in merged.ranking[:len(NEEDS)]} == NEEDS
+    assert merged.signals_used == tuple(fused.fusion.signals) and 1 <= len(merged.selected) <= fused.selection.cap
+
+
+def test_the_merge_lifts_only_the_parts_best_skills(fused):
+    """A skill no part chose keeps the whole request's fused score: the merge adds evidence, it does not reorder
+    the rest."""
+    best = {r.ranking[0].skill_id for r in fused.route(need_parts(task_parts(LONG)), top_k=1)}  # title's too
+    whole = {r.skill_id: r.score for r in fused.route([LONG], top_k=10)[0].ranking}
+    (merged,) = route_by_parts(fused, [LONG], top_k=10)
+    for r in merged.ranking:
+        if r.skill_id in best:
+            assert r.score >= whole[r.skill_id] - 1e-6
+        else:
+            assert r.score == pytest.approx(whole[r.skill_id], abs=1e-6)
+
+
+def test_while_only_bm25_is_indexed_a_long_request_routes_as_the_whole(fused, toy):
+    router, _, _, _, folder, root = toy
+    fusion, cut = load_router_model(folder)
+    lexical = Router(bundled_minilm(), cache_dir=root / "cache", fusion=fusion, selection=cut, signals=SIGNALS)
+    lexical.start_index(router.skills, encoders="skip")
+    (answer,) = route_by_parts(lexical, [LONG], top_k=5)
+    assert answer.signals_used == ("bm25",) and answer.as_dict() == lexical.route([LONG], top_k=5)[0].as_dict()

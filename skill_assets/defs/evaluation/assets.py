@@ -25,9 +25,10 @@ from skill_assets.lib.evaluation.report import (
 from skill_assets.lib.evaluation.report_outline import REPORT_TITLE, report_plots, report_sections, version_stamp
 from skill_assets.lib.retrieval.engine import Engine
 from skill_assets.lib.retrieval.fusion_training import load_router_model
+from skill_assets.lib.retrieval.pools import Skill
 from skill_assets.lib.retrieval.reranking import Reranker
 from skill_assets.lib.retrieval.signals import SIGNALS
-from skill_assets.lib.retrieval.store_skills import skills_from_rows
+from skill_assets.lib.retrieval.store_skills import store_skills
 from skill_assets.lib.retrieval.systems import SystemRun, run_systems
 from skill_assets.router.routing import Router
 
@@ -55,7 +56,7 @@ def model_cards(store: DuckDBStore) -> dict[str, dict]:
     return cards
 
 
-def evaluate_systems(skills: list[dict], queries: list[str], store: DuckDBStore, models: ModelSettings,
+def evaluate_systems(skills: list[Skill], queries: list[str], store: DuckDBStore, models: ModelSettings,
                      config: SystemSettings) -> dict[str, SystemRun]:
     """Every system of the store's registry on one pool and query set (``lib.retrieval.systems.run_systems``):
     the base and each registered bi-encoder, each reranker, the store's newest fusion, and the user's default."""
@@ -65,15 +66,14 @@ def evaluate_systems(skills: list[dict], queries: list[str], store: DuckDBStore,
     fusion_dir = registry.newest_path(store.path, registry.FUSION)
     fusion, cut = load_router_model(fusion_dir) if fusion_dir else (None, None)
     cache = store.artifacts_dir / "index_cache"
-    pool = skills_from_rows(skills)
     engine = Engine(embedders[first], cache_dir=cache, query_prompt=models.query_prompt, signals=SIGNALS,
                     fusion=fusion, selection=cut)
-    engine.index(pool)
+    engine.index(skills)
     # the evaluation scores each cross-encoder as it is (fp32), never a faster copy a speed gate picked
     rerankers = [(r["variant"], Reranker(r["path"], cache, backend="torch"))
                  for r in registry.listed(store.path, registry.RERANKER)]
     default = Router.from_store(db_path=store.path, cache_dir=cache)
-    default.index(pool)
+    default.index(skills)
     return run_systems(engine, queries, first, [(v, p) for v, p in embedders.items() if v != first], rerankers,
                        config.top_k, config.rerank_depth, fusion_dir, default)
 
@@ -84,7 +84,7 @@ def evaluate_systems(skills: list[dict], queries: list[str], store: DuckDBStore,
 def retrieval_runs(context: dg.AssetExecutionContext, config: RetrievalSettings, store: DuckDBStore,
                    models: ModelSettings):
     """Rankings of the whole skill library for every evaluated query, by every available system."""
-    skills = store.query("SELECT skill_id, name, description, body FROM skills ORDER BY skill_id").to_dicts()
+    skills = store_skills(store.path)
     queries = store.query("SELECT query_id, query, split FROM benchmark_queries WHERE split IN (SELECT unnest(?)) "
                           "ORDER BY split, query_id", [config.splits]).to_dicts()
     for split in sorted(set(config.splits) - {q["split"] for q in queries}):

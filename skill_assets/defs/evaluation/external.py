@@ -15,6 +15,7 @@ from skill_assets.lib.common.provenance import code_version
 from skill_assets.lib.common.tables import frame
 from skill_assets.lib.evaluation.external_benchmarks import BenchmarkFormatError, load_benchmark
 from skill_assets.lib.evaluation.metric_tables import metric_rows, query_slices, run_rows
+from skill_assets.lib.retrieval.store_skills import store_skills
 
 MODELS = [dg.AssetDep("embedder", partition_mapping=dg.AllPartitionMapping()),
           dg.AssetDep("reranker", partition_mapping=dg.AllPartitionMapping()), "router_fusion"]
@@ -66,8 +67,7 @@ def external_runs(context: dg.AssetExecutionContext, config: SystemSettings, sto
                   models: ModelSettings):
     """Rankings of an external pool by every system, exactly as ``retrieval_runs`` ranks ours."""
     name = context.partition_key
-    skills = store.query("SELECT skill_id, name, description, body FROM external_skills WHERE benchmark = ? "
-                         "ORDER BY skill_id", [name]).to_dicts()
+    skills = store_skills(store.path, benchmark=name)
     queries = store.query("SELECT query_id, query FROM external_queries WHERE benchmark = ? AND evaluated "
                           "ORDER BY query_id", [name]).to_dicts()
     rows = []

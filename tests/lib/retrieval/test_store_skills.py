@@ -23,3 +23,15 @@ def test_the_store_reads_every_skill_by_id(tmp_path: Path):
     store_lib.replace_table(db, "skills", frame("skills", ROWS))
     assert [s.id for s in store_skills(db)] == ["a/pdf", "b/lint"]
     assert store_skills(db) == skills_from_rows(sorted(ROWS, key=lambda r: r["skill_id"]))
+
+
+def test_a_benchmark_reads_only_its_own_external_pool_by_id(tmp_path: Path):
+    db = tmp_path / "store.duckdb"
+    store_lib.replace_table(db, "skills", frame("skills", ROWS))
+    store_lib.replace_table(db, "external_skills", frame("external_skills", [
+        {"benchmark": bench, "skill_id": r["skill_id"], "name": r["name"], "description": r["description"],
+         "body": f"{bench}: {r['body']}"} for bench in ("r3", "skillret") for r in ROWS]))
+    assert store_skills(db, benchmark="r3") == [Skill("a/pdf", "pdf", "", "r3: Merge PDFs."),
+                                                Skill("b/lint", "lint", "Lint Python files.", "r3: Run ruff.")]
+    assert store_skills(db, benchmark="none") == []
+    assert store_skills(db) == skills_from_rows(sorted(ROWS, key=lambda r: r["skill_id"]))

@@ -134,11 +134,11 @@ def demo_pool() -> list[Skill]:
     return [dataclasses.replace(s, id=f"demo/{s.id}") for s in load_pool(DEMO_SKILLS).skills]
 
 
-def table(results: dict) -> str:
+def table(results: dict, against: str = "router:before") -> str:
     lines = []
     for name, res in results.items():
         lines += [f"**{name}** ({res['n']} requests): Hit@1 / NDCG@10 / Set-Compat in %, and the paired difference "
-                  "against router:before [95 % interval]", "",
+                  f"against {against} [95 % interval]", "",
                   "| system | Hit@1 | NDCG@10 | Set-Compat | Δ Hit@1 | Δ NDCG@10 |", "|---|---|---|---|---|---|"]
         for system, row in res["systems"].items():
             d1, d2 = row.get("hit@1_delta"), row.get("ndcg@10_delta")

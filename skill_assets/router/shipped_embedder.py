@@ -114,6 +114,12 @@ def _teacher_vectors(teacher, skills: list[dict], work: Path, recipe: Recipe, lo
     return vectors
 
 
+def in_fold(request_id: str, fold: tuple[int, int]) -> bool:
+    """Whether a request is in fold ``fold[0]`` of ``fold[1]``: by its id's digest, so a request keeps its fold
+    whatever else the sets hold."""
+    return int(digest(f"fold:{request_id}")[:8], 16) % fold[1] == fold[0]
+
+
 def data_hash(by_source: dict, pool_ids: list[str]) -> str:
     return digest(json.dumps([by_source, sorted(pool_ids)], sort_keys=True))[:16]
 
@@ -124,15 +130,20 @@ def recipe_hash(recipe: Recipe) -> str:
 
 def build(pool: str | Path, out_dir: Path = SHIPPED_EMBEDDER_DIR, work_dir: str | Path = "~/.cache/skill-assets/build",
           recipe: Recipe = Recipe(), log: Callable[[str], None] = lambda msg: None, force: bool = False,
-          sets: tuple[Path, ...] = (MEANING_REQUESTS, CURATED_REQUESTS)) -> dict:
+          sets: tuple[Path, ...] = (MEANING_REQUESTS, CURATED_REQUESTS), fold: tuple[int, int] | None = None) -> dict:
     """Fine-tune and save the tuned layers with their card in ``out_dir``; returns the card. Skipped (the card
     returned as it is) when the card's data and recipe hashes match, unless ``force``. ``sets``: the request files
-    whose train splits train and whose dev splits choose."""
+    whose train splits train and whose dev splits choose. ``fold=(i, k)``: train without the train requests of
+    fold ``i`` of ``k`` (``in_fold``), so the fusion can be fitted on their scores from a model that never saw
+    them (``shipped_router``)."""
     skills = [{"skill_id": s.id, "name": s.name, "description": s.description, "body": s.body}
               for s in load_pool(pool).skills]
     train, dev, by_source = training_requests(sets)
+    if fold is not None:
+        train = [q for q in train if not in_fold(q["query_id"], fold)]
     card_path = out_dir / CARD_FILE
-    keys = {"data_hash": data_hash(by_source, [s["skill_id"] for s in skills]), "recipe_hash": recipe_hash(recipe)}
+    keys = {"data_hash": data_hash({**by_source, **({"fold": list(fold)} if fold else {})},
+                                   [s["skill_id"] for s in skills]), "recipe_hash": recipe_hash(recipe)}
     if not force and card_path.is_file():
         card = json.loads(card_path.read_text())
         if {k: card.get(k) for k in keys} == keys:
@@ -152,7 +163,7 @@ def build(pool: str | Path, out_dir: Path = SHIPPED_EMBEDDER_DIR, work_dir: str 
     batches = make_batches(make_examples(train, mined, recipe.seed), recipe.batch_size, recipe.epochs, recipe.seed)
     loss = build_loss("multi_positive_infonce", recipe.temperature, recipe.sibling_weight)
     ranked_among = dev_pool(skills, dev, recipe.dev_pool, recipe.seed)
-    checkpoint = work / "embedder.checkpoint.pt"
+    checkpoint = work / f"embedder{f'-fold{fold[0]}of{fold[1]}' if fold else ''}.checkpoint.pt"
     outcome = run_training(model, batches, lambda batch: embedder_batch_loss(model, loss, batch, texts),
                            OptimConfig(recipe.learning_rate, checkpoint_every=10), checkpoint,
                            keys["data_hash"] + keys["recipe_hash"], log,
@@ -165,6 +176,7 @@ def build(pool: str | Path, out_dir: Path = SHIPPED_EMBEDDER_DIR, work_dir: str 
             "tuned_sha256": sha, "trainable_parameters": trainable, **keys, "recipe": asdict(recipe),
             "loss": "multi_positive_infonce (R3: siblings never negatives)",
             "data": {"train_requests": len(train), "dev_requests": len(dev), "by_source": by_source,
+                     **({"without_fold": list(fold)} if fold else {}),
                      "test_requests_read": 0, "pool_skills": len(skills),
                      "negatives_removed_by_filter": dict(removed)},
             "dev_metric": f"ndcg@10 among {len(ranked_among)} skills (every dev ground-truth skill and a seeded sample), "

@@ -9,7 +9,7 @@ from skill_assets.lib.retrieval.defaults import SHIPPED_DIR, shipped_router
 from skill_assets.lib.retrieval.fusion import FusionModel
 from skill_assets.lib.retrieval.fusion_training import SELECTION_FILE
 from skill_assets.router import Router, Skill
-from skill_assets.router.shipped_router import CURATED_REQUESTS, STYLES_REQUESTS
+from skill_assets.router.shipped_router import CURATED_REQUESTS, MEANING_REQUESTS, STYLES_REQUESTS
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -24,13 +24,13 @@ def test_the_card_matches_the_model_file():
     assert set(model.signals) == {"bm25", "dense", "multilingual"}  # what every install has
     if model.kind == "linear":
         assert model.weights_by_language() == card["weights_by_language"]
-    curated = load_requests(CURATED_REQUESTS)
-    styles = [r for r in load_requests(STYLES_REQUESTS) if r.split == "dev"] if STYLES_REQUESTS.is_file() else []
+    meaning, curated = load_requests(MEANING_REQUESTS), load_requests(CURATED_REQUESTS)
+    styles = [r for r in load_requests(STYLES_REQUESTS) if r.split == "dev"]
     data = card["data"]
-    assert data["train_requests"] == sum(r.split == "train" for r in curated)
-    assert data["dev_by_source"]["curated"] == sum(r.split == "dev" for r in curated)
-    assert data["dev_requests"] == data["dev_by_source"]["curated"] + data["dev_by_source"]["styles"]
-    assert data["dev_by_source"]["styles"] in (0, len(styles))
+    assert data["train_requests"] == sum(r.split == "train" for r in meaning + curated)
+    assert data["dev_by_source"] == {"meaning": sum(r.split == "dev" for r in meaning),
+                                     "curated": sum(r.split == "dev" for r in curated), "styles": len(styles)}
+    assert data["dev_requests"] == sum(data["dev_by_source"].values())
     assert data["test_requests_read"] == 0 and "rebuild" in data
     text = json.dumps(card)
     assert "/root/" not in text and "/work/" not in text and "/home/" not in text  # no machine path

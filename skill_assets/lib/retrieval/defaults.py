@@ -1,8 +1,8 @@
 """The parts a router uses when the caller names none: the shipped router, or a store's parts that were adopted.
 
-The shipped router (``shipped/``: a fusion and selection cut fitted on the curated benchmark over
-BM25, the bundled MiniLM and USE multilingual; ``router.shipped_router`` rebuilds it) is the default
-of a fresh install. A store's newest fusion replaces it, and a store's reranker joins it, only where
+The shipped router (``shipped/``: a fusion and selection cut fitted on hand-written requests over BM25,
+the bundled MiniLM with its fine-tuned top layers and USE multilingual; ``router.shipped_router`` rebuilds
+it) is the default of a fresh install. A store's newest fusion replaces it, and a store's reranker joins it, only where
 the evidence its ``router_fusion`` row records passes the adoption rule again here
 (``adoption_rule.recorded_verdict``: counts, dev win, the folder's digest), never on the row's flag;
 every part left out comes with one line saying why.
@@ -49,8 +49,8 @@ def tuned_embedder(cache_root: str | Path = MODEL_CACHE) -> str | None:
 def shipped_embedder(cache_root: str | Path = MODEL_CACHE) -> str:
     """The bi-encoder the shipped fusion was fitted over, so a fresh install routes with the pair that was measured:
     the tuned MiniLM where the fusion's card names the tuned layers' sha256, else the bundled MiniLM. Tuned layers
-    that no shipped fusion was fitted over are not used by default (measured on dev, they lift the bi-encoder
-    alone but not the old fusion: docs/RESULTS.md, trained-router)."""
+    that no shipped fusion was fitted over are not used by default: under a fusion fitted over the base they
+    gained nothing on dev (docs/RESULTS.md, trained-router, before the refit)."""
     tuned = SHIPPED_EMBEDDER_DIR / TUNED_FILE
     card = json.loads((SHIPPED_DIR / CARD_FILE).read_text()) if (SHIPPED_DIR / CARD_FILE).is_file() else {}
     fitted_over = card.get("data", {}).get("embedder_sha256")

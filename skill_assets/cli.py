@@ -56,6 +56,31 @@ def run_sql(path: str | None, command: str | None) -> int:
     return 0
 
 
+def build_default_router(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    """Refit the shipped router (or only its lexical path, or only its abstention), printing each card's figures as
+    one JSON line. The abstention is fitted over the shipped fusion, so it follows a full rebuild of the shipped
+    folder: one fitted over an older fusion would be left out by every router (its digest differs)."""
+    from skill_assets.lib.retrieval.defaults import SHIPPED_DIR
+    from skill_assets.router.routing import stderr_log
+    from skill_assets.router.shipped_abstention import build_shipped_abstention
+    from skill_assets.router.shipped_router import build_shipped_router
+
+    out = Path(args.out) if args.out else SHIPPED_DIR
+    whole_shipped = out.resolve() == SHIPPED_DIR.resolve() and args.first is None and not args.lexical_only
+    if args.abstention_only and not whole_shipped:
+        parser.error("--abstention-only refits the shipped router's abstention over the whole pool: it takes no "
+                     "--lexical-only, --first or another --out")
+    if not args.abstention_only:
+        fitted = build_shipped_router(args.pool, out, args.cache_dir, args.first, stderr_log, args.lexical_only)
+        print(json.dumps({"kind": fitted.card["kind"], "params": fitted.card["params"], "dev": fitted.card["dev"],
+                          "data": fitted.card["data"]}, ensure_ascii=False))
+    if whole_shipped:
+        abstention = build_shipped_abstention(args.pool, args.cache_dir, stderr_log)
+        print(json.dumps({"abstention": {"threshold": abstention.threshold, "dev": abstention.card["dev"]}},
+                         ensure_ascii=False))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="skill-assets", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -71,8 +96,9 @@ def main(argv: list[str] | None = None) -> int:
     add_route_parser(sub)
     add_serve_parser(sub)
     add_index_parser(sub)
-    b = sub.add_parser("build-default-router", help="refit the shipped router (fusion + selection cut) on the "
-                                                    "curated benchmark over the shared corpus")
+    b = sub.add_parser("build-default-router", help="refit the shipped router (fusion + selection cut, then its "
+                                                    "no-fit abstention) on hand-written requests over the shared "
+                                                    "corpus")
     b.add_argument("--pool", required=True, help="the shared GitHub skill corpus (…/github-skills/repos)")
     b.add_argument("--out", help="model folder to write (default: the package's shipped router)")
     b.add_argument("--cache-dir", help="index cache (default ~/.cache/skill-assets/index)")
@@ -81,6 +107,9 @@ def main(argv: list[str] | None = None) -> int:
     b.add_argument("--lexical-only", action="store_true",
                    help="refit only the lexical path (lexical/: BM25 alone, what answers while a new pool's encoder "
                         "indexes build); indexes BM25 alone, so it takes about a minute")
+    b.add_argument("--abstention-only", action="store_true",
+                   help="refit only the shipped router's abstention (abstention.json: when no skill fits, select "
+                        "none) over its current fusion; a full rebuild of the shipped router refits it too")
     args = parser.parse_args(argv)
     if args.command == "materialize":
         from skill_assets.materialize import materialize
@@ -89,15 +118,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command in ("route", "serve", "index"):
         return args.func(args)
     if args.command == "build-default-router":
-        from skill_assets.lib.retrieval.defaults import SHIPPED_DIR
-        from skill_assets.router.routing import stderr_log
-        from skill_assets.router.shipped_router import build_shipped_router
-
-        fitted = build_shipped_router(args.pool, Path(args.out) if args.out else SHIPPED_DIR, args.cache_dir,
-                                      args.first, stderr_log, args.lexical_only)
-        print(json.dumps({"kind": fitted.card["kind"], "params": fitted.card["params"], "dev": fitted.card["dev"],
-                          "data": fitted.card["data"]}, ensure_ascii=False))
-        return 0
+        return build_default_router(parser, args)
     return run_sql(args.file, args.sql)
 
 

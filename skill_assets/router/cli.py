@@ -8,7 +8,9 @@ POOL is a directory tree of SKILL.md files or a JSONL of {"id","name","descripti
 root of lower precedence (a skill whose name an earlier root holds is left out and listed on stderr);
 QUERIES lines are {"id","query"}; each RUN line is {"id", "ranking": [{"skill_id", "score", "signals"}, ...],
 "selected": [...], "signals_used": [...]}, ranking best first, ``signals`` each signal's own score and the
-fused one, ``selected`` the skills to load, ``signals_used`` the signals that ranked them. By default the
+fused one, ``selected`` the skills to load, ``signals_used`` the signals that ranked them; where no skill fits the
+request (the shipped router's abstention) ``selected`` is empty and ``"no_fit"`` says why in one line (a --query
+table prints that line and marks no skill). By default the
 answers wait for every index (minutes for a new pool of 10,000 skills, seconds once cached); --ready lexical
 answers from BM25 at once (the lexical fusion) and builds no encoder index. Models: --embedder/--reranker/--fusion, else the shipped router (fusion and selection
 cut fitted on the curated benchmark, bundled MiniLM, USE multilingual, BM25), unless the store (--db, env
@@ -356,6 +358,8 @@ def run_route(args: argparse.Namespace) -> int:
     elapsed = time.perf_counter() - t0
     stderr_log(f"signals used: {', '.join(routed[0].signals_used)}")
     if args.query is not None:
+        if routed[0].no_fit:
+            print(routed[0].no_fit)
         print(_table(routed[0], router.skill_by_id))
         return 0
     out = Path(args.out)

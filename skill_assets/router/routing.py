@@ -13,6 +13,7 @@ from pathlib import Path
 
 from skill_assets.lib.common.bundled_models import bundled_minilm
 from skill_assets.lib.common.store import resolve_db
+from skill_assets.lib.retrieval.abstention import load_abstention
 from skill_assets.lib.retrieval.defaults import default_parts, lexical_router
 from skill_assets.lib.retrieval.engine import CACHE_ENV, Engine
 from skill_assets.lib.retrieval.fusion_training import load_router_model
@@ -37,12 +38,15 @@ class Router(Engine):
         bi-encoder path; ``fusion`` a fusion folder or ``"none"`` for the bi-encoder path alone; ``reranker`` a
         path, ``"base"`` (the bundled MiniLM as a cross-encoder, random head) or ``"none"``. While only BM25 is
         indexed (``start_index``) the router answers with the fusion folder's lexical path (``lexical/``; the
-        shipped router's where the folder has none)."""
+        shipped router's where the folder has none). Where the fusion folder holds an abstention fitted over that
+        fusion and this router's encoders (the shipped one does), a request no skill fits selects none
+        (``load_abstention``; one log line where it is left out)."""
         log = kwargs.get("log") or (lambda msg: None)
         db = resolve_db(db_path)
         parts = default_parts(db)
         for note in parts.notes:
             log(note)
+        fusion_dir = None
         if fusion is None or str(fusion).lower() not in NO_RERANKER:
             fusion_dir = str(fusion) if fusion is not None else parts.fusion_dir
             kwargs["fusion"], kwargs["selection"] = load_router_model(fusion_dir)
@@ -59,7 +63,10 @@ class Router(Engine):
             rr = str(reranker)
         if cache_dir is None and not os.environ.get(CACHE_ENV) and db.is_file():
             cache_dir = db.resolve().parent / "index_cache"
-        return cls(emb, rr, cache_dir=cache_dir, query_prompt=query_prompt, **kwargs)
+        router = cls(emb, rr, cache_dir=cache_dir, query_prompt=query_prompt, **kwargs)
+        if fusion_dir is not None:
+            router.abstention = load_abstention(fusion_dir, router, log)
+        return router
 
     load_pool = staticmethod(load_pool)
 

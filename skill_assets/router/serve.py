@@ -4,7 +4,9 @@ and ``read_skill_file(skill_id, path)`` to read what it found (progressive discl
 An agent connects over stdio (the server is its subprocess) or streamable HTTP on 127.0.0.1, and
 gets the same fields as a ``skill-assets route`` run line: ``{"id", "ranking": [{"skill_id",
 "score", "signals"}], "selected", "signals_used"}``, plus each ranked skill's name and description so
-the agent can decide without reading the files. An agent host often gives its servers seconds to
+the agent can decide without reading the files. Where no skill fits the request (small talk, a task the
+library does not cover), ``selected`` is empty, ``no_fit`` says so ("no skill fits: …") and ``ranking``
+still lists the nearest skills. An agent host often gives its servers seconds to
 start, so by default the server answers once BM25 is built: ``signals_used`` is ``["bm25"]`` (the
 lexical fusion) while the dense and multilingual indexes build in the background, then every signal
 (``Engine.start_index``); each call routes over whichever index is published when it begins.
@@ -307,6 +309,9 @@ def build_server(router: Router, name: str = SERVER_NAME, gate: CallGate | None 
     ``open_skill`` and ``read_skill_file``, each call through ``files_gate`` (reads never wait behind a routing)."""
     server = MCPServer(name, instructions="Call route_skills with the user's request to learn which skills to "
                                           "load: 'selected' lists them best first; 'ranking' shows the runners-up; "
+                                          "where no skill fits, 'selected' is empty, 'no_fit' says why and "
+                                          "'ranking' lists the nearest skills (load none of them unless one "
+                                          "clearly serves the request); "
                                           "'signals_used' says what ranked them (['bm25'] alone while the server's "
                                           "other indexes are still building). Then call open_skill on a selected "
                                           "skill to read its SKILL.md and see its files, and read_skill_file for a "
@@ -339,8 +344,9 @@ def build_server(router: Router, name: str = SERVER_NAME, gate: CallGate | None 
     @server.tool(annotations=READ_ONLY)
     async def route_skills(query: str, ctx: Context, top_k: int = 10) -> dict[str, Any]:
         """Call first, with the user's request: ranks the skill pool and says which skills to load ('selected', best
-        first, 1 to 3; 'ranking' shows the runners-up with their names and descriptions). Then open_skill a selected
-        skill to read it."""
+        first, 1 to 3; 'ranking' shows the runners-up with their names and descriptions). Where no skill fits the
+        request, 'selected' is empty and 'no_fit' says "no skill fits" and why; 'ranking' still lists the nearest
+        skills. Then open_skill a selected skill to read it."""
         check_request(query, top_k)
         return await gated(gate, ctx, "route_skills", lambda checkpoint: route_one(query, top_k, checkpoint))
 

@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from skill_assets.lib.retrieval.abstention import ABSTENTION_FILE
 from skill_assets.lib.retrieval.defaults import SHIPPED_DIR
 from skill_assets.lib.retrieval.fusion import BOOSTER_FILE, MODEL_FILE, FusionModel
 from skill_assets.lib.retrieval.model_files import ModelFileError, checked_booster_text
@@ -74,9 +75,14 @@ def damaged_selection(folder: Path) -> None:
     (folder / "selection.json").write_text(json.dumps({**body, "coef": [[1.0, 2.0]]}))
 
 
+def damaged_abstention(folder: Path) -> None:
+    body = json.loads((folder / ABSTENTION_FILE).read_text())
+    (folder / ABSTENTION_FILE).write_text(json.dumps({**body, "coef": body["coef"][:-1]}))
+
+
 CASES = {f.__name__: f for f in (truncated_booster, split_on_a_missing_feature, node_pointing_to_itself,
                                   leaf_used_twice, truncated_card, unknown_kind, bad_lexical_folder,
-                                  damaged_selection)}
+                                  damaged_selection, damaged_abstention)}
 
 
 @pytest.mark.parametrize("case", sorted(CASES))

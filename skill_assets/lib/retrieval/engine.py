@@ -28,6 +28,7 @@ import numpy as np
 
 from skill_assets.lib.common.encoder_backends import BACKENDS
 from skill_assets.lib.common.hashing import digest
+from skill_assets.lib.retrieval.abstention import Abstention
 from skill_assets.lib.retrieval.dense import DenseIndex
 from skill_assets.lib.retrieval.document_cache import IndexStats
 from skill_assets.lib.retrieval.encoding import encode_side_by_side
@@ -64,14 +65,16 @@ class Engine:
                  log: Callable[[str], None] | None = None, fusion: FusionModel | None = None,
                  selection: SelectionCut | None = None, signals: Sequence[str] | None = None,
                  multilingual_model: str = USE_MULTILINGUAL, lexical_fusion: FusionModel | None = None,
-                 lexical_selection: SelectionCut | None = None) -> None:
+                 lexical_selection: SelectionCut | None = None, abstention: Abstention | None = None) -> None:
         """``fusion`` switches on the hybrid path (its signals are indexed); ``signals`` asks for signals to be
         indexed without a fusion model (the evaluation and the fusion training score each one alone).
         ``fusion``'s card says how documents are read, as its features were computed: ``document_tokens`` caps
         what the bi-encoder reads of each (``DenseIndex``; none without it), ``multilingual_body_chars`` the body
         the multilingual encoder reads (default ``MULTILINGUAL_CAPS``). Both are fixed here, at construction.
         ``lexical_fusion`` (a fusion over ``bm25`` alone) and its cut answer while only BM25 is indexed
-        (``route``); without one those answers are BM25's own ranking."""
+        (``route``); without one those answers are BM25's own ranking. ``abstention`` (fitted over ``fusion`` and
+        these encoders: ``abstention.load_abstention``) empties ``selected`` of the fused answers where no skill
+        fits."""
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         for kind, p in (("embedder", embedder_path), ("reranker", reranker_path)):
             if p and not Path(p).exists():
@@ -100,6 +103,7 @@ class Engine:
         self.selection = selection or SelectionCut()
         self.lexical_fusion = lexical_fusion
         self.lexical_selection = lexical_selection or SelectionCut()
+        self.abstention = abstention
         self.signals = tuple(signals or (fusion.signals if fusion else ("dense",)))
         if unknown := set(self.signals) - set(SIGNALS):
             raise ValueError(f"unknown signals {sorted(unknown)}; choose from {SIGNALS}")
@@ -380,6 +384,8 @@ class Engine:
         With a fusion model the ranking is the fused one, each skill carrying every signal's score, and the cut
         selects on the fused scores. Without one: bi-encoder search, no per-signal scores, the first skill
         selected (no cut has been learned). While only BM25 is indexed: the lexical answer (``_route_lexical``).
+        With an abstention, a fused answer no skill fits has ``selected`` empty and ``no_fit`` saying why, its
+        ranking unchanged (not the lexical answer: the abstention reads every signal's best score).
         ``checkpoint()`` is called between stages (each signal, each request's fusion), so a caller can stop
         work whose client has gone."""
         if top_k < 1:
@@ -402,8 +408,9 @@ class Engine:
         if rerank:
             checkpoint()
             rankings = rerank.rerank(queries, rankings, pool.reranker_texts(), rerank_depth)
-        return [self._routed(query, f, ranking, top_k, cap, self.fusion, self.selection, pool.cosine, pool)
-                for query, f, ranking in zip(queries, fused, rankings)]
+        routed = [self._routed(query, f, ranking, top_k, cap, self.fusion, self.selection, pool.cosine, pool)
+                  for query, f, ranking in zip(queries, fused, rankings)]
+        return self.abstention.apply(queries, fused, routed, len(pool.ids)) if self.abstention else routed
 
     def _route_lexical(self, pool: PoolIndex, queries: list[str], top_k: int, cap: int | None,
                        checkpoint: Callable[[], None]) -> list[RoutedRequest]:

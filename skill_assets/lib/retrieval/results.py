@@ -24,11 +24,13 @@ class RankedSkill:
 
 @dataclass(frozen=True)
 class RoutedRequest:
-    """The one result shape: the ranking (best first), the skills to load and the signals that ranked them."""
+    """The one result shape: the ranking (best first), the skills to load and the signals that ranked them; where no
+    skill fits (``abstention``), ``selected`` is empty, ``no_fit`` says why and the ranking lists the nearest skills."""
 
     ranking: list[RankedSkill]
     selected: list[str]         # the skills to load, best first
     signals_used: tuple[str, ...] = ()  # ("bm25",) while only the lexical index exists
+    no_fit: str | None = None   # one line: why no skill is selected
 
     @property
     def pairs(self) -> Ranking:
@@ -36,8 +38,9 @@ class RoutedRequest:
 
     def as_dict(self, request_id: str | int | None = None) -> dict:
         head = {} if request_id is None else {"id": request_id}
+        tail = {} if self.no_fit is None else {"no_fit": self.no_fit}
         return {**head, "ranking": [r.as_dict() for r in self.ranking], "selected": self.selected,
-                "signals_used": list(self.signals_used)}
+                "signals_used": list(self.signals_used), **tail}
 
 
 @dataclass(frozen=True)

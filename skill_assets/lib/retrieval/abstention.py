@@ -1,0 +1,242 @@
+"""Abstention: the calibrated decision that no skill of the pool fits a request, so none is loaded.
+
+Small talk, a question answered from general knowledge, or a task the library does not cover would otherwise
+load one to three wrong skills: context the agent pays for, and instructions that mislead it. So after the
+fusion has ranked a request, a logistic regression reads how well anything in the pool matched it and gives the
+probability that no skill fits; at or above a threshold the request gets ``selected: []`` and one reason line,
+and its ranking is returned unchanged (the nearest skills, for the agent to judge).
+
+What it reads (``feature_names``), per request: each signal's best score over the pool as the signal computed it
+(BM25's score, the bi-encoder's and the multilingual encoder's cosines: ``Candidates.raw``, whose candidates hold
+each signal's top), BM25's divided by ln(1 + pool size) (``best_scores``), and the share of Latin words (a Chinese
+request naming its tools), in one block of weights for English requests and one for Chinese ones. Not the fused
+score, its gaps, the z-scores or the request's length, though the fusion has them. Measured while choosing, over
+the shipped linear fusion on the tuned bi-encoder, with the same fit and threshold rule: those features abstained
+on 33 % of the no-fit dev requests, the best scores on 79 %, at the same F1 cost. Z-scores and fused scores are
+relative to the pool (a pool of n skills has no z above sqrt(n - 1)): over the ten skills of
+``tests/bilingual_pool.py`` they abstained on 36 % of its answerable requests, the best scores on 14 %. A cosine
+does not depend on the pool, and BM25's IDF grows with its log size: unnormalised, BM25 abstained on 17 % of the
+answerable requests over a 100-skill pool holding their skills, normalised on 10 % (5 % with the language blocks).
+The length tells the fitting sets' styles apart (short small talk against long written requests) rather than
+whether a skill fits.
+
+The model is fitted by ``router.shipped_abstention`` and saved as ``ABSTENTION_FILE`` beside the fusion it was
+fitted over. Its scores are those of that fusion's pool reading and encoders, so it names both: the fusion's
+files by digest (``fusion_digest``) and each encoder by weights and document cap (``encoder_keys``), and a router
+with another fusion or other encoders routes without it (``load_abstention`` says why in one line). Like every
+model file it is data: checked field by field before use, and refused in one ``ModelFileError`` line.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from skill_assets.lib.common.embedding_cache import model_fingerprint
+from skill_assets.lib.retrieval.fusion import BOOSTER_FILE, MODEL_FILE, Candidates, latin_share
+from skill_assets.lib.retrieval.model_files import ModelFileError, number_list, read_json_object
+from skill_assets.lib.retrieval.results import Fused, RoutedRequest
+from skill_assets.lib.retrieval.signals import SIGNALS
+
+if TYPE_CHECKING:
+    from skill_assets.lib.retrieval.engine import Engine
+
+ABSTENTION_FILE = "abstention.json"
+#: the file layout ``load`` reads; another is refused
+FORMAT = 1
+#: how much selected-set F1 on answerable dev requests the threshold may cost (the rule the card states)
+F1_BUDGET = 0.02
+#: the logistic regression's inverse regularisation over standardised features
+C_REG = 1.0
+#: how the features are computed, in words: a change here (or in the names, C_REG, F1_BUDGET) makes a refit due
+RECIPE = ("per language block: each signal's best score (BM25's over ln(1 + pool size)) and the Latin share; "
+          "logistic regression")
+
+
+def feature_names(signals: Sequence[str]) -> list[str]:
+    """What the abstention reads, in order, for a fusion over ``signals``: one block for an English request, one for
+    a Chinese request (the other language's block is zero), and the language flag. A Chinese request's scores run on
+    other scales (BM25 over character bigrams, the English bi-encoder reading Chinese), so each language has its own
+    weights."""
+    return [*(f"{lang}:{name}" for lang in ("en", "zh") for name in (*(f"{s}:best" for s in signals), "latin_share")),
+            "query_zh"]
+
+
+def best_scores(cands: Candidates, signals: Sequence[str], pool_size: int) -> dict[str, float]:
+    """Each signal's best score over the pool (``cands.raw``'s columns are ``signals``; its candidates hold every
+    signal's top), BM25's divided by ln(1 + pool size): its IDF grows with the pool's log size, so this puts the
+    scores of a ten-skill pool and of the corpus the abstention was fitted over on one scale."""
+    best = dict(zip(signals, cands.raw.max(0).astype(float)))
+    if "bm25" in best:
+        best["bm25"] /= np.log1p(pool_size)
+    return best
+
+
+def request_features(query: str, cands: Candidates, signals: Sequence[str], pool_size: int) -> np.ndarray:
+    """``feature_names(signals)`` of one request from its candidates over a pool of ``pool_size`` skills."""
+    best = best_scores(cands, signals, pool_size)
+    block = [*(best[s] for s in signals), latin_share(query)]
+    zeros = [0.0] * len(block)
+    return np.array([*zeros, *block, 1.0] if cands.query_zh else [*block, *zeros, 0.0])
+
+
+def recipe_hash(signals: Sequence[str]) -> str:
+    """What a saved abstention's recipe is compared by (``router.shipped_abstention`` skips a refit while it holds)."""
+    return hashlib.sha256(json.dumps([RECIPE, feature_names(signals), C_REG, F1_BUDGET, FORMAT]).encode()).hexdigest()
+
+
+def fusion_digest(directory: Path) -> str:
+    """sha256 of the files a fusion folder's model is read from: which fusion an abstention was fitted over.
+    ``fusion.json``, and its booster only for a LambdaRank fusion (a linear fusion reads none, and a booster left
+    in the folder by an earlier fit must not decide)."""
+    model = (directory / MODEL_FILE).read_bytes()
+    h = hashlib.sha256(model)
+    if json.loads(model).get("kind") == "lambdarank":
+        h.update(b"\0" + (directory / BOOSTER_FILE).read_bytes())
+    return h.hexdigest()
+
+
+def encoder_keys(engine: Engine) -> dict[str, str]:
+    """The encoders whose cosines the abstention reads, as machine-independent keys: the weights' fingerprint and
+    how much of each document is read (the same model reading other caps scores otherwise)."""
+    return {"dense": f"{model_fingerprint(engine.dense.model_path)}|document_tokens={engine.dense.document_tokens}",
+            "multilingual": f"{engine.multilingual.fingerprint}|body_chars={engine.multilingual_caps.body_chars}"}
+
+
+@dataclass(frozen=True)
+class Abstention:
+    """A logistic regression over ``feature_names(signals)`` (standardised), and the no-fit threshold."""
+
+    signals: tuple[str, ...]
+    mean: tuple[float, ...]
+    scale: tuple[float, ...]
+    coef: tuple[float, ...]
+    intercept: float
+    threshold: float = 1.0
+    fusion_digest: str = ""
+    encoders: dict[str, str] = field(default_factory=dict)
+    card: dict = field(default_factory=dict)
+
+    def probability(self, features: np.ndarray) -> np.ndarray:
+        """P(no skill fits) of each row of ``features``."""
+        z = (np.atleast_2d(features) - np.asarray(self.mean)) / np.asarray(self.scale)
+        return 1.0 / (1.0 + np.exp(-(z @ np.asarray(self.coef) + self.intercept)))
+
+    def reason(self, query: str, cands: Candidates, pool_size: int) -> str | None:
+        """One line saying why no skill of a pool of ``pool_size`` fits ``query``, or None when one may."""
+        p = float(self.probability(request_features(query, cands, self.signals, pool_size))[0])
+        if p < self.threshold:
+            return None
+        best = ", ".join(f"{s} {v:.2f}" for s, v in zip(self.signals, cands.raw.max(0)))
+        return (f"no skill fits: the best matches score like requests no skill serves (best {best}; no-fit "
+                f"probability {p:.2f} >= {self.threshold:.2f}); the ranking lists the nearest skills")
+
+    def apply(self, queries: Sequence[str], fused: Sequence[Fused], routed: list[RoutedRequest], pool_size: int
+              ) -> list[RoutedRequest]:
+        """``routed`` with ``selected`` emptied and the reason given where no skill fits; rankings unchanged."""
+        out = []
+        for query, f, r in zip(queries, fused, routed):
+            why = self.reason(query, f.cands, pool_size)
+            out.append(r if why is None else replace(r, selected=[], no_fit=why))
+        return out
+
+    def save(self, path: Path) -> Path:
+        body = {"format": FORMAT, "signals": list(self.signals), "features": feature_names(self.signals),
+                "mean": list(self.mean), "scale": list(self.scale), "coef": list(self.coef),
+                "intercept": self.intercept, "threshold": self.threshold, "fusion_digest": self.fusion_digest,
+                "encoders": self.encoders, "card": self.card}
+        path.write_text(json.dumps(body, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        return path
+
+    @classmethod
+    def load(cls, path: Path) -> Abstention:
+        """The abstention saved at ``path``, every field checked against what ``probability`` computes with (one
+        ``ModelFileError`` line naming the file for a damaged or foreign one)."""
+        body = read_json_object(path)
+        if body.get("format") != FORMAT:
+            raise ModelFileError(f"{path}: format {str(body.get('format'))[:20]!r}, this code reads {FORMAT}")
+        signals = body.get("signals")
+        if (not isinstance(signals, list) or not signals or len(set(map(str, signals))) != len(signals)
+                or not set(signals) <= set(SIGNALS)):
+            raise ModelFileError(f"{path}: signals must be distinct names out of {', '.join(SIGNALS)}")
+        names = feature_names(signals)
+        if body.get("features") != names:
+            raise ModelFileError(f"{path}: fitted on other features than this code computes ({', '.join(names)})")
+        n = len(names)
+        scale = number_list(path, "scale", body.get("scale"), n)
+        if any(v <= 0 for v in scale):
+            raise ModelFileError(f"{path}: scale holds a value that is not positive")
+        intercept, threshold = number_list(path, "intercept, threshold", [body.get("intercept"),
+                                                                          body.get("threshold")])
+        if not 0.0 < threshold <= 1.0:
+            raise ModelFileError(f"{path}: threshold must be a probability above 0, not {threshold}")
+        digest, encoders, card = body.get("fusion_digest"), body.get("encoders"), body.get("card", {})
+        if not isinstance(digest, str) or len(digest) != 64 or not all(c in "0123456789abcdef" for c in digest):
+            raise ModelFileError(f"{path}: fusion_digest must be the sha256 of the fusion it was fitted over")
+        if (not isinstance(encoders, dict) or set(encoders) != {"dense", "multilingual"}
+                or not all(isinstance(v, str) for v in encoders.values())):
+            raise ModelFileError(f"{path}: encoders must name the dense and multilingual encoders it was fitted over")
+        if not isinstance(card, dict):
+            raise ModelFileError(f"{path}: card must be a JSON object")
+        return cls(tuple(signals), tuple(number_list(path, "mean", body.get("mean"), n)), tuple(scale),
+                   tuple(number_list(path, "coef", body.get("coef"), n)), intercept, threshold, digest, encoders, card)
+
+
+def load_abstention(fusion_dir: str | Path, engine: Engine, log: Callable[[str], None]) -> Abstention | None:
+    """The abstention saved beside the fusion in ``fusion_dir``, for ``engine``; None where there is none, or (with
+    one log line saying why) where it was fitted over another fusion or other encoders than ``engine`` routes with.
+    A damaged file raises ``ModelFileError``, as every router model file does."""
+    path = Path(fusion_dir) / ABSTENTION_FILE
+    if not path.is_file() or engine.fusion is None:
+        return None
+    model = Abstention.load(path)
+    data = model.card.get("data")
+    rebuild = str(data.get("rebuild") if isinstance(data, dict) else "refit it")[:200]  # the card is data too
+    if model.fusion_digest != fusion_digest(Path(fusion_dir)):
+        log(f"no-fit abstention not used: {path} was fitted over another fusion than {fusion_dir} holds now "
+            f"(digest differs); every request loads a skill until it is refit ({rebuild})")
+        return None
+    if tuple(engine.fusion.signals) != model.signals or encoder_keys(engine) != model.encoders:
+        log(f"no-fit abstention not used: {path} was fitted over other signals or encoders than this router's "
+            "(its scores would mean something else); every request loads a skill")
+        return None
+    return model
+
+
+def fit_abstention(features: np.ndarray, no_fit: np.ndarray, signals: Sequence[str]) -> Abstention:
+    """Logistic regression of ``no_fit`` (True: a should-not-trigger request) on standardised ``features``; the
+    threshold is left to ``choose_threshold``."""
+    from sklearn.linear_model import LogisticRegression
+
+    mean, scale = features.mean(0), features.std(0)
+    scale[scale == 0] = 1.0
+    model = LogisticRegression(C=C_REG, max_iter=5000).fit((features - mean) / scale, no_fit)
+    return Abstention(tuple(signals), tuple(mean.tolist()), tuple(scale.tolist()),
+                      tuple(float(w) for w in model.coef_[0]), float(model.intercept_[0]))
+
+
+def choose_threshold(p_no_fit: np.ndarray, p_answerable: np.ndarray, f1_answerable: np.ndarray,
+                     budget: float = F1_BUDGET) -> float:
+    """The threshold on P(no fit) under which the most should-not-trigger requests (``p_no_fit``) abstain while
+    answering the answerable ones at or above it with no skill (their set F1 then 0) costs at most ``budget`` of
+    the answerable requests' mean selected-set F1.
+
+    The cost only grows as the threshold falls, so the answerable requests that may abstain are those above the
+    highest answerable probability ``floor`` that may not; the threshold lies halfway between ``floor`` and the
+    next probability of either set above it, so no dev request sits on the boundary."""
+    def lost(t: float) -> float:
+        return float(np.where(p_answerable >= t, f1_answerable, 0.0).mean())
+
+    cuts = np.unique(p_answerable)
+    kept = [t for t in cuts if lost(t) > budget]
+    if not kept:
+        return float(min(cuts.min(), p_no_fit.min()))  # abstaining on every dev request stays within the budget
+    floor = kept[-1]
+    above = np.concatenate([p_no_fit, p_answerable])
+    above = above[above > floor]
+    return float((floor + above.min()) / 2) if above.size else 1.0

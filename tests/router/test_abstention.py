@@ -1,0 +1,203 @@
+"""The shipped router's abstention (issue 34): where no skill fits a request it selects none and says why, the
+ranking unchanged; the file is checked like every router model file and used only over the fusion and encoders it
+was fitted over. Requests are routed by the real shipped router (bundled models, no store) over the toy pool."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from dataclasses import replace
+
+import anyio
+import numpy as np
+import pytest
+from bilingual_pool import SKILLS
+from mcp import Client
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from skill_assets.lib.evaluation.curated_benchmark import load_requests  # noqa: E402
+from skill_assets.lib.retrieval.abstention import (  # noqa: E402
+    ABSTENTION_FILE,
+    Abstention,
+    choose_threshold,
+    feature_names,
+    fusion_digest,
+    recipe_hash,
+    request_features,
+)
+from skill_assets.lib.retrieval.defaults import SHIPPED_DIR, shipped_router  # noqa: E402
+from skill_assets.lib.retrieval.fusion import MODEL_FILE, Candidates  # noqa: E402
+from skill_assets.lib.retrieval.model_files import ModelFileError  # noqa: E402
+from skill_assets.router import Router, Skill  # noqa: E402
+from skill_assets.router.cli import main as route_main  # noqa: E402
+from skill_assets.router.serve import build_server  # noqa: E402
+from skill_assets.router.shipped_abstention import load_no_fit  # noqa: E402
+from skill_assets.router.shipped_router import CURATED_REQUESTS, MEANING_REQUESTS, STYLES_REQUESTS  # noqa: E402
+
+pytestmark = pytest.mark.timeout(900)
+
+CHIT_CHAT = "lol that worked, thanks a ton"
+ANSWERABLE = "my docker compose services cannot reach each other by name"
+
+
+@pytest.fixture(scope="module")
+def shipped(tmp_path_factory):
+    """The shipped router as a fresh install gets it (no store), over the toy pool, and its cache folder."""
+    root = tmp_path_factory.mktemp("abstention")
+    router = Router.from_store(db_path=root / "missing.duckdb", cache_dir=root / "cache")
+    router.index([Skill(sid, *fields) for sid, fields in SKILLS.items()])
+    return router, root
+
+
+def test_the_shipped_abstention_is_fitted_over_the_shipped_router_and_its_card_tells_what_it_saw():
+    model = Abstention.load(SHIPPED_DIR / ABSTENTION_FILE)
+    fusion, _ = shipped_router()
+    assert model.fusion_digest == fusion_digest(SHIPPED_DIR) and model.signals == fusion.signals
+    card, data = model.card, model.card["data"]
+    no_fit = load_no_fit()
+    assert data["no_fit_train"] == sum(r.split == "train" for r in no_fit)
+    assert data["no_fit_dev"] == sum(r.split == "dev" for r in no_fit)
+    answerable = load_requests(MEANING_REQUESTS) + load_requests(CURATED_REQUESTS)
+    assert data["answerable_train"] == sum(r.split == "train" for r in answerable)
+    styles_dev = sum(r.split == "dev" for r in load_requests(STYLES_REQUESTS))
+    assert data["answerable_dev"] == sum(r.split == "dev" for r in answerable) + styles_dev
+    assert data["test_requests_read"] == 0 and "--abstention-only" in data["rebuild"]
+    assert card["threshold"] == round(model.threshold, 4) and "F1" in card["rule"]
+    assert card["recipe_hash"] == recipe_hash(model.signals)  # fitted by the recipe this code computes
+    dev = card["dev"]
+    assert dev["no_fit"]["n"] == data["no_fit_dev"] and dev["answerable"]["f1_drop"] <= 0.02
+    assert set(dev["no_fit"]["by_kind"]) == {"chit_chat", "off_topic", "uncovered", "near_miss"}
+    text = json.dumps(card)
+    assert "/root/" not in text and "/work/" not in text and "/home/" not in text  # no machine path
+
+
+def _body() -> dict:
+    return json.loads((SHIPPED_DIR / ABSTENTION_FILE).read_text())
+
+
+DAMAGED = {
+    "truncated": lambda: json.dumps(_body())[:200],
+    "a list": lambda: "[]",
+    "another format": lambda: json.dumps({**_body(), "format": 99}),
+    "unknown signal": lambda: json.dumps({**_body(), "signals": ["bm25", "telepathy"]}),
+    "other features": lambda: json.dumps({**_body(), "features": ["bm25:best"]}),
+    "a coefficient short": lambda: json.dumps({**_body(), "coef": _body()["coef"][:-1]}),
+    "a text weight": lambda: json.dumps({**_body(), "coef": ["x", *_body()["coef"][1:]]}),
+    "a zero scale": lambda: json.dumps({**_body(), "scale": [0.0, *_body()["scale"][1:]]}),
+    "a threshold above one": lambda: json.dumps({**_body(), "threshold": 1.5}),
+    "no fusion digest": lambda: json.dumps({**_body(), "fusion_digest": None}),
+    "no encoders": lambda: json.dumps({**_body(), "encoders": []}),
+}
+
+
+@pytest.mark.parametrize("case", sorted(DAMAGED))
+def test_a_damaged_abstention_file_is_refused_in_one_line_naming_it(case, tmp_path):
+    path = tmp_path / ABSTENTION_FILE
+    path.write_text(DAMAGED[case]())
+    with pytest.raises(ModelFileError) as refused:
+        Abstention.load(path)
+    assert str(path) in str(refused.value) and "\n" not in str(refused.value)
+
+
+def test_an_abstention_fitted_over_another_fusion_is_left_out_with_one_line(tmp_path):
+    folder = tmp_path / "router"
+    shutil.copytree(SHIPPED_DIR, folder)
+    body = json.loads((folder / MODEL_FILE).read_text())
+    (folder / MODEL_FILE).write_text(json.dumps({**body, "depth": body["depth"] + 1}))  # a refit fusion
+    lines: list[str] = []
+    router = Router.from_store(db_path=tmp_path / "missing.duckdb", fusion=folder, cache_dir=tmp_path / "cache",
+                               log=lines.append)
+    assert router.fusion is not None and router.abstention is None
+    said = [line for line in lines if "abstention" in line]
+    assert len(said) == 1 and "another fusion" in said[0] and "--abstention-only" in said[0]
+
+
+def test_an_abstention_over_other_encoders_is_left_out_with_one_line(tmp_path):
+    lines: list[str] = []
+    router = Router.from_store(db_path=tmp_path / "missing.duckdb", cache_dir=tmp_path / "cache",
+                               multilingual_model="another/multilingual-model", log=lines.append)
+    assert router.abstention is None
+    assert len([line for line in lines if "abstention not used" in line and "encoders" in line]) == 1
+
+
+def test_small_talk_selects_no_skill_and_says_why_an_answerable_request_loads_one(shipped):
+    router, _ = shipped
+    assert router.abstention is not None
+    chat, task = router.route([CHIT_CHAT, ANSWERABLE], top_k=5)
+    assert chat.selected == [] and chat.no_fit.startswith("no skill fits:") and "\n" not in chat.no_fit
+    assert len(chat.ranking) == 5  # the nearest skills, still
+    assert task.no_fit is None and task.selected[0] == "devops/docker-compose-networking"
+    assert chat.as_dict("q")["no_fit"] == chat.no_fit and "no_fit" not in task.as_dict("q")
+
+
+def test_abstention_leaves_every_ranking_as_it_is(shipped):
+    router, _ = shipped
+    queries = [CHIT_CHAT, ANSWERABLE, "帮我写一封应聘数据分析师岗位的求职信", "你好呀，今天过得怎么样"]
+    with_abstention = router.route(queries, top_k=10)
+    model, router.abstention = router.abstention, None
+    try:
+        without = router.route(queries, top_k=10)
+    finally:
+        router.abstention = model
+    assert [r.ranking for r in with_abstention] == [r.ranking for r in without]
+    assert all(r.selected for r in without)
+
+
+def test_route_prints_the_reason_and_marks_no_skill(shipped, tmp_path, capsys):
+    _, root = shipped
+    pool = tmp_path / "pool.jsonl"
+    pool.write_text("".join(json.dumps({"id": sid, "name": name, "description": desc, "body": body}) + "\n"
+                            for sid, (name, desc, body) in SKILLS.items()))
+    assert route_main(["route", "--pool", str(pool), "--query", CHIT_CHAT, "--cache-dir", str(root / "cache"),
+                       "--db", str(root / "missing.duckdb"), "--top-k", "3"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("no skill fits:")
+    table = out[1:]
+    assert table[0].split() == ["rank", "load", "skill_id", "score", "name"] and len(table) == 5
+    assert not any("*" in row for row in table[2:])
+
+
+def test_route_skills_says_no_skill_fits_and_lists_the_nearest_through_the_sdk_client(shipped):
+    router, _ = shipped
+
+    async def call(query: str) -> dict:
+        async with Client(build_server(router)) as client:
+            result = await client.call_tool("route_skills", {"query": query, "top_k": 3})
+            assert not result.is_error, result
+            return result.structured_content or json.loads(result.content[0].text)
+
+    chat, task = anyio.run(call, CHIT_CHAT), anyio.run(call, ANSWERABLE)
+    assert chat["selected"] == [] and chat["no_fit"].startswith("no skill fits")
+    assert len(chat["ranking"]) == 3 and all(entry["name"] and entry["description"] for entry in chat["ranking"])
+    assert "no_fit" not in task and task["selected"][0] == "devops/docker-compose-networking"
+
+
+def test_the_threshold_is_the_lowest_within_the_f1_budget():
+    p_answerable = np.array([0.1, 0.2, 0.6, 0.7, 0.95])
+    f1 = np.array([1.0, 1.0, 1.0, 0.0, 0.05])  # the 0.7 one is answered wrongly anyway: abstaining costs nothing
+    p_no_fit = np.array([0.3, 0.65, 0.8, 0.99])
+    t = choose_threshold(p_no_fit, p_answerable, f1, budget=0.02)
+    assert t == pytest.approx((0.6 + 0.65) / 2)  # just above the first request whose abstention costs F1 0.2
+    assert np.where(p_answerable >= t, f1, 0).mean() <= 0.02 and (p_no_fit >= t).mean() == 0.75
+    assert choose_threshold(p_no_fit, p_answerable, f1, budget=1.0) == 0.1  # everything may abstain
+
+
+def test_the_features_are_the_signals_best_scores_in_one_block_per_request_language():
+    assert feature_names(("bm25", "dense")) == ["en:bm25:best", "en:dense:best", "en:latin_share",
+                                                "zh:bm25:best", "zh:dense:best", "zh:latin_share", "query_zh"]
+    raw = np.array([[12.0, 0.5], [3.0, 0.7]], dtype=np.float32)
+    cands = Candidates(np.array([0, 1]), np.zeros((2, 1), np.float32), np.zeros(2, np.int64), False, raw)
+    x = request_features("fix my docker network", cands, ("bm25", "dense"), pool_size=100)
+    assert x == pytest.approx([12.0 / np.log(101), 0.7, 1.0, 0.0, 0.0, 0.0, 0.0], rel=1e-6)  # BM25 per ln(1 + pool)
+    zh = request_features("修复网络", replace(cands, query_zh=True), ("bm25", "dense"), pool_size=100)
+    assert zh[:3].tolist() == [0.0, 0.0, 0.0] and zh[-1] == 1.0 and zh[4] == pytest.approx(0.7)
+
+
+def test_a_fresh_router_folder_without_an_abstention_routes_as_before(tmp_path):
+    folder = tmp_path / "router"
+    shutil.copytree(SHIPPED_DIR, folder)
+    (folder / ABSTENTION_FILE).unlink()
+    lines: list[str] = []
+    router = Router.from_store(db_path=tmp_path / "missing.duckdb", fusion=folder, log=lines.append)
+    assert router.abstention is None and not [line for line in lines if "abstention" in line]

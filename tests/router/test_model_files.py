@@ -1,6 +1,7 @@
 """Damaged and hostile router model folders: refused in one line, in the same process, before LightGBM reads them.
 
-Each case starts from a copy of the shipped router folder and breaks one file the way a torn copy
+Each case starts from a copy of the shipped router folder (with a LambdaRank fusion fitted here in place of
+its own, for the booster cases, whatever kind the shipped fusion is) and breaks one file the way a torn copy
 or an attacker would. Before the checks, ``route --fusion`` died with SIGSEGV (a truncated booster),
 SIGABRT (a split on feature 999999), spun at 100 % CPU (a node pointing to itself) or printed a
 traceback (a truncated card, an unknown kind, a bad lexical folder). Each runs as a real
@@ -20,7 +21,8 @@ import pytest
 
 from skill_assets.lib.retrieval.abstention import ABSTENTION_FILE
 from skill_assets.lib.retrieval.defaults import SHIPPED_DIR
-from skill_assets.lib.retrieval.fusion import BOOSTER_FILE, MODEL_FILE, FusionModel
+from skill_assets.lib.retrieval.fusion import (BOOSTER_FILE, MODEL_FILE, PAIRS, Candidates, FusionModel,
+                                               feature_names, fit_lambdarank)
 from skill_assets.lib.retrieval.model_files import ModelFileError, checked_booster_text
 
 pytestmark = pytest.mark.timeout(600)
@@ -80,15 +82,34 @@ def damaged_abstention(folder: Path) -> None:
     (folder / ABSTENTION_FILE).write_text(json.dumps({**body, "coef": body["coef"][:-1]}))
 
 
-CASES = {f.__name__: f for f in (truncated_booster, split_on_a_missing_feature, node_pointing_to_itself,
-                                  leaf_used_twice, truncated_card, unknown_kind, bad_lexical_folder,
+BOOSTER_CASES = (truncated_booster, split_on_a_missing_feature, node_pointing_to_itself, leaf_used_twice)
+CASES = {f.__name__: f for f in (*BOOSTER_CASES, truncated_card, unknown_kind, bad_lexical_folder,
                                   damaged_selection, damaged_abstention)}
 
 
-@pytest.mark.parametrize("case", sorted(CASES))
-def test_a_damaged_router_folder_is_refused_in_one_line(case, tmp_path):
-    folder = tmp_path / "router"
+@pytest.fixture(scope="module")
+def boosted(tmp_path_factory) -> Path:
+    """A copy of the shipped router folder whose fusion is a LambdaRank fitted here (40 requests of random
+    features, over the shipped fusion's signals): the booster's checks are tested whatever kind ships."""
+    folder = tmp_path_factory.mktemp("boosted") / "router"
     shutil.copytree(SHIPPED_DIR, folder)
+    shipped = FusionModel.load(SHIPPED_DIR)
+    rng = np.random.default_rng(0)
+    width, n = len(feature_names(shipped.signals)), 30
+    cands = [Candidates(np.arange(n), rng.normal(size=(n, width)).astype(np.float32),
+                        rng.integers(0, len(PAIRS), n), bool(rng.integers(2)),
+                        rng.normal(size=(n, len(shipped.signals))).astype(np.float32)) for _ in range(40)]
+    model = fit_lambdarank(cands, [(c.features[:, 0] > 0.5).astype(np.int64) for c in cands], shipped.signals,
+                           20, 7, shipped.depth)
+    model.card = shipped.card
+    model.save(folder)
+    return folder
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_a_damaged_router_folder_is_refused_in_one_line(case, tmp_path, boosted):
+    folder = tmp_path / "router"
+    shutil.copytree(boosted if CASES[case] in BOOSTER_CASES else SHIPPED_DIR, folder)
     CASES[case](folder)
     pool = tmp_path / "pool" / "one"
     pool.mkdir(parents=True)
@@ -102,26 +123,26 @@ def test_a_damaged_router_folder_is_refused_in_one_line(case, tmp_path):
     assert str(folder) in errors[0]
 
 
-def test_the_shipped_booster_passes_and_predicts_as_lightgbm_reads_the_file():
+def test_a_booster_passes_and_predicts_as_lightgbm_reads_the_file(boosted):
     import lightgbm
 
-    model = FusionModel.load(SHIPPED_DIR).ready()
-    direct = lightgbm.Booster(model_file=str(_booster(SHIPPED_DIR)))
+    model = FusionModel.load(boosted).ready()
+    direct = lightgbm.Booster(model_file=str(_booster(boosted)))
     x = np.random.default_rng(0).normal(size=(64, direct.num_feature())).astype(np.float32)
     assert np.array_equal(model.booster.predict(x, num_threads=1), direct.predict(x, num_threads=1))
 
 
-def test_stored_tree_offsets_are_never_what_lightgbm_jumps_by(tmp_path):
+def test_stored_tree_offsets_are_never_what_lightgbm_jumps_by(tmp_path, boosted):
     """``tree_sizes`` (byte offsets LightGBM seeks by) is dropped before LightGBM reads the text: a lying one
     changes nothing, where it could send the native reader past the end of the buffer."""
     folder = tmp_path / "router"
-    shutil.copytree(SHIPPED_DIR, folder)
+    shutil.copytree(boosted, folder)
     lying_tree_sizes(folder)
-    model, shipped = FusionModel.load(folder).ready(), FusionModel.load(SHIPPED_DIR).ready()
+    model, shipped = FusionModel.load(folder).ready(), FusionModel.load(boosted).ready()
     x = np.random.default_rng(1).normal(size=(32, shipped.booster.num_feature())).astype(np.float32)
     assert np.array_equal(model.booster.predict(x, num_threads=1), shipped.booster.predict(x, num_threads=1))
 
 
-def test_a_booster_over_other_features_is_refused(tmp_path):
+def test_a_booster_over_other_features_is_refused(boosted):
     with pytest.raises(ModelFileError, match="max_feature_idx"):
-        checked_booster_text(_booster(SHIPPED_DIR), 12)
+        checked_booster_text(_booster(boosted), 12)

@@ -24,6 +24,8 @@ from skill_assets.lib.retrieval.signals import SIGNALS
 from skill_assets.router import Router, Skill
 from skill_assets.router.cli import main as cli_main
 from skill_assets.router.serve import build_server
+from skill_assets.router.shipped_router import fitting_requests
+from skill_assets.router.shipped_router import same_language as same_language_request
 
 pytestmark = pytest.mark.timeout(1200)
 
@@ -181,8 +183,10 @@ def test_the_shipped_lexical_path_is_a_bm25_fusion_whose_card_matches_its_files(
     assert model.signals == ("bm25",) and model.card == card
     assert json.loads((folder / SELECTION_FILE).read_text()) == card["selection"] == cut.as_dict()
     full = shipped_router()[0].card["data"]
-    for key in ("train_ids_hash", "dev_ids_hash", "pool_ids_hash", "train_requests", "dev_requests"):
-        assert card["data"][key] == full[key]  # the same requests over the same pool as the full model
+    assert card["data"]["pool_ids_hash"] == full["pool_ids_hash"]  # over the same pool as the full model
+    same_language, _ = fitting_requests(keep=same_language_request)  # its same-language requests alone
+    assert card["data"]["train_requests"] == sum(r.split == "train" for r in same_language) < full["train_requests"]
+    assert card["data"]["dev_requests"] == sum(r.split == "dev" for r in same_language) < full["dev_requests"]
     assert card["data"]["test_requests_read"] == 0
     text = json.dumps(card)
     assert "/root/" not in text and "/work/" not in text and "/home/" not in text

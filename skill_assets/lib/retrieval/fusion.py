@@ -205,6 +205,8 @@ class FusionModel:
                 "coef": self.coef, "intercept": self.intercept, "card": self.card}
         if self.ready().booster is not None:
             self.booster.save_model(str(directory / BOOSTER_FILE))
+        else:  # a booster left from an earlier model of the folder would describe another model
+            (directory / BOOSTER_FILE).unlink(missing_ok=True)
         (directory / MODEL_FILE).write_text(json.dumps(body, indent=2, ensure_ascii=False))
         return directory
 

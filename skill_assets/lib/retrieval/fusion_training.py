@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from skill_assets.lib.common.hashing import digest
-from skill_assets.lib.retrieval.fusion import GRID, Candidates, FusionModel, feature_names, fit
+from skill_assets.lib.retrieval.fusion import GRID, KINDS, Candidates, FusionModel, feature_names, fit
 from skill_assets.lib.retrieval.requests import Request, mean_group_metrics
 from skill_assets.lib.retrieval.selection import DEFAULT_CAP, SelectionCut, Similarity, fit_cut, set_scores
 
@@ -59,8 +59,9 @@ def objective(metrics: dict[str, float]) -> float:
 def train_fusion(candidates_of: Callable[[list[str]], list[Candidates]], ids: Sequence[str],
                  requests: Sequence[Request], signals: Sequence[str], similarity: Similarity,
                  depth: int, data_source: str, cap: int = DEFAULT_CAP, folds: int = 5, seed: int = 0,
-                 log: Callable[[str], None] = lambda msg: None) -> FusionFit:
-    """Fit on ``split == "train"``, choose on ``split == "dev"`` (train itself when there is no dev split)."""
+                 log: Callable[[str], None] = lambda msg: None, kinds: Sequence[str] = KINDS) -> FusionFit:
+    """Fit on ``split == "train"``, choose on ``split == "dev"`` (train itself when there is no dev split), among
+    the grid entries of ``kinds``."""
     t0 = time.perf_counter()
     train = [r for r in requests if r.split == "train"]
     dev = [r for r in requests if r.split == "dev"] or train
@@ -71,15 +72,16 @@ def train_fusion(candidates_of: Callable[[list[str]], list[Candidates]], ids: Se
     y_train = labels(cands_train, train, ids)
     if not any(y.any() for y in y_train):
         raise ValueError("no train request has a ground-truth skill among its candidates: nothing to learn from")
+    grid = [(kind, params) for kind, params in GRID if kind in kinds]
     grid_scores = []
-    for kind, params in GRID:
+    for kind, params in grid:
         model = fit(kind, params, cands_train, y_train, signals, depth)
         metrics = mean_group_metrics(ranked(model, cands_dev, ids)[0], dev)
         grid_scores.append({"kind": kind, **params, **{m: round(metrics[m], 4) for m in DEV_OBJECTIVE},
                             "objective": round(objective(metrics), 4)})
         log(f"fusion {kind} {params}: dev " + ", ".join(f"{m} {metrics[m]:.3f}" for m in DEV_OBJECTIVE))
-    best = max(range(len(GRID)), key=lambda i: (grid_scores[i]["objective"], -i))
-    kind, params = GRID[best]
+    best = max(range(len(grid)), key=lambda i: (grid_scores[i]["objective"], -i))
+    kind, params = grid[best]
 
     # out-of-fold fused scores of the train requests, for the calibrated cut
     rng = np.random.default_rng(seed)

@@ -3,7 +3,8 @@
     .venv/bin/python bench/long_tasks.py [--choose] [--test] [--no-doc]
 
 Pool: every SKILL.md of the shared GitHub corpus. Systems: ``bm25`` (BM25 alone over the whole request);
-``router``, what ``Router.from_store`` gives with no store, routing the whole request (``Engine.route``);
+``router``, what ``Router.from_store`` gives with no store, routing the whole request (``Engine.route``; the
+router's own ``route`` takes the part-wise path for long requests);
 ``parts``, the same router through ``part_routing.route_by_parts`` (the whole and each need part, merged);
 ``parts+setup``, the same keeping the parts a section label marks as setting. Sets: the long-task dev split
 (``skill_assets/benchmarks/long_tasks/``), by direction, and the short dev sets (meaning-only, curated, styles),
@@ -105,7 +106,7 @@ def summary(rankings: list[list[str]], requests: list[Request], baseline: list[l
 
 def score_long(engine: Engine, requests: list[Request]) -> dict:
     """Every system on a long-task split, overall and by direction."""
-    runs = {"bm25": bm25_rankings(engine, requests), "router": routed(engine.route([r.query for r in requests],
+    runs = {"bm25": bm25_rankings(engine, requests), "router": routed(Engine.route(engine, [r.query for r in requests],
                                                                                   top_k=TOP_K))}
     runs["parts"] = part_rankings(engine, requests, runs["router"])
     runs["parts+setup"] = part_rankings(engine, requests, runs["router"], setup_parts=True)
@@ -120,7 +121,7 @@ def score_long(engine: Engine, requests: list[Request]) -> dict:
 
 def score_short(engine: Engine, requests: list[Request]) -> dict:
     """BM25, the router and part-wise routing on a short dev set (Set-Compat over its multi-skill requests)."""
-    whole = routed(engine.route([r.query for r in requests], top_k=TOP_K))
+    whole = routed(Engine.route(engine, [r.query for r in requests], top_k=TOP_K))
     several = sum(len(task_parts(r.query)) > 1 for r in requests)
     return {"several_parts": several, "bm25": summary(bm25_rankings(engine, requests), requests),
             "router": summary(whole, requests), "parts": summary(part_rankings(engine, requests, whole), requests)}
@@ -128,7 +129,7 @@ def score_short(engine: Engine, requests: list[Request]) -> dict:
 
 def choose(engine: Engine, sets: dict[str, list[Request]]) -> list[dict]:
     """The grid on the dev sets: each setting's figures on every set (the short sets' requests of several parts)."""
-    whole = {name: routed(engine.route([r.query for r in rs], top_k=TOP_K)) for name, rs in sets.items()}
+    whole = {name: routed(Engine.route(engine, [r.query for r in rs], top_k=TOP_K)) for name, rs in sets.items()}
     rows = []
     for candidates, setup in GRID:
         row = {"candidates": candidates, "setup_parts": setup}
@@ -162,7 +163,7 @@ def latency(pool_size: int, corpus: Path, cache: Path, request: str, runs: int) 
     router.index(pool)
     out = {"pool": len(pool), "words": len(request.split()), "parts": len(task_parts(request)),
            "cores": os.cpu_count(), "load_average": [round(x, 2) for x in os.getloadavg()]}
-    for name, fn in (("whole", lambda: router.route([request])), ("parts", lambda: route_by_parts(router, [request]))):
+    for name, fn in (("whole", lambda: Engine.route(router, [request])), ("parts", lambda: route_by_parts(router, [request]))):
         for _ in range(3):
             fn()
         times = []

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from skill_assets.lib.common.bundled_models import bundled_minilm
@@ -17,7 +18,9 @@ from skill_assets.lib.retrieval.abstention import load_abstention
 from skill_assets.lib.retrieval.defaults import default_parts, lexical_router
 from skill_assets.lib.retrieval.engine import CACHE_ENV, Engine
 from skill_assets.lib.retrieval.fusion_training import load_router_model
+from skill_assets.lib.retrieval.part_routing import route_by_parts
 from skill_assets.lib.retrieval.pools import load_pool
+from skill_assets.lib.retrieval.results import RoutedRequest
 
 #: ``reranker=`` values meaning "the bundled base MiniLM as a cross-encoder" / "no reranker"
 BASE_RERANKER = ("base", "minilm")
@@ -67,6 +70,14 @@ class Router(Engine):
         if fusion_dir is not None:
             router.abstention = load_abstention(fusion_dir, router, log)
         return router
+
+    def route(self, queries: list[str], top_k: int = 20, rerank_depth: int = 20, use_reranker: bool = True,
+              cap: int | None = None, checkpoint: Callable[[], None] = lambda: None) -> list[RoutedRequest]:
+        """``Engine.route``, except that a long task statement of several need parts is routed whole and part by
+        part and merged (``part_routing``: on the long-task dev split Hit@1 47.7 -> 63.1, FC@10 33.8 -> 41.5, the
+        short dev sets as before); a request of one part routes exactly as the engine routes it."""
+        return route_by_parts(self, queries, top_k, cap, checkpoint=checkpoint, route_whole=lambda texts: Engine.route(
+            self, texts, top_k, rerank_depth, use_reranker, cap, checkpoint))
 
     load_pool = staticmethod(load_pool)
 

@@ -7,6 +7,7 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from skill_assets.lib.common.bundled_models import bundled_minilm  # noqa: E402
+from skill_assets.lib.retrieval.engine import Engine  # noqa: E402
 from skill_assets.lib.retrieval.fusion_training import load_router_model  # noqa: E402
 from skill_assets.lib.retrieval.part_routing import route_by_parts  # noqa: E402
 from skill_assets.lib.retrieval.signals import SIGNALS  # noqa: E402
@@ -67,11 +68,22 @@ def test_the_merge_puts_each_parts_best_skill_in_the_top_k(fused):
     assert merged.signals_used == tuple(fused.fusion.signals) and 1 <= len(merged.selected) <= fused.selection.cap
 
 
+def test_the_router_routes_a_long_request_by_its_parts_and_a_short_one_as_the_engine(fused):
+    """What ``route``, ``serve`` and ``Router.route`` answer: the merged ranking for a long task statement, the
+    engine's own for a request of one part (abstention included there)."""
+    (long_,) = fused.route([LONG], top_k=10)
+    assert long_.as_dict() == route_by_parts(fused, [LONG], top_k=10)[0].as_dict()
+    assert long_.as_dict() != Engine.route(fused, [LONG], top_k=10)[0].as_dict()
+    assert {r.skill_id for r in long_.ranking[:len(NEEDS)]} == NEEDS
+    assert [r.as_dict() for r in fused.route(SHORT, top_k=5)] == [r.as_dict() for r in Engine.route(fused, SHORT,
+                                                                                                    top_k=5)]
+
+
 def test_the_merge_lifts_only_the_parts_best_skills(fused):
     """A skill no part chose keeps the whole request's fused score: the merge adds evidence, it does not reorder
     the rest."""
     best = {r.ranking[0].skill_id for r in fused.route(need_parts(task_parts(LONG)), top_k=1)}  # title's too
-    whole = {r.skill_id: r.score for r in fused.route([LONG], top_k=10)[0].ranking}
+    whole = {r.skill_id: r.score for r in Engine.route(fused, [LONG], top_k=10)[0].ranking}
     (merged,) = route_by_parts(fused, [LONG], top_k=10)
     for r in merged.ranking:
         if r.skill_id in best:

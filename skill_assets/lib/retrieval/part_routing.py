@@ -35,7 +35,7 @@ and a long statement is past what it reads.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from skill_assets.lib.retrieval.engine import Engine
 from skill_assets.lib.retrieval.pool_index import PoolIndex
@@ -53,37 +53,43 @@ _EPS = 1e-9
 
 
 def route_by_parts(engine: Engine, queries: list[str], top_k: int = 20, cap: int | None = None,
-                   candidates: int = CANDIDATES, setup_parts: bool = False) -> list[RoutedRequest]:
+                   candidates: int = CANDIDATES, setup_parts: bool = False,
+                   route_whole: Callable[[list[str]], list[RoutedRequest]] | None = None,
+                   checkpoint: Callable[[], None] = lambda: None) -> list[RoutedRequest]:
     """``Engine.route`` for requests that may be long task statements: each request of several parts is scored
-    whole and part by part and merged (the module's docstring); every other request is routed by ``engine.route``.
+    whole and part by part and merged (the module's docstring); every other request is routed by ``route_whole``
+    (default ``engine.route``; ``Router.route``, which routes through here, passes the engine's own).
 
     ``candidates`` (how many of the whole's skills the parts may lift) and ``setup_parts`` (keep the parts a section
     label marks as setting, which ``need_parts`` leaves out) are what ``bench/long_tasks.py`` varies; the defaults
-    are the settings chosen on dev."""
+    are the settings chosen on dev. ``checkpoint()`` is called before each group of texts is scored (``serve``)."""
     if top_k < 1:
         raise ValueError("top_k must be >= 1")
+    route_whole = route_whole or (lambda texts: engine.route(texts, top_k=top_k, cap=cap))
     split = {i: task_parts(q) for i, q in enumerate(queries)}
     split = {i: parts if setup_parts else need_parts(parts) for i, parts in split.items() if len(parts) > 1}
     if not split or engine.fusion is None or not engine.complete:
-        return engine.route(queries, top_k=top_k, cap=cap)
+        return route_whole(queries)
     out: dict[int, RoutedRequest] = {}
     if whole_only := [i for i in range(len(queries)) if i not in split]:
-        out.update(zip(whole_only, engine.route([queries[i] for i in whole_only], top_k=top_k, cap=cap)))
+        out.update(zip(whole_only, route_whole([queries[i] for i in whole_only])))
     pool = engine.pool  # one index for the whole call, whatever a background build publishes meanwhile
-    fused = iter(_fused_by_length(engine, [t for i, parts in split.items() for t in (queries[i], *parts)], pool))
+    fused = iter(_fused_by_length(engine, [t for i, parts in split.items() for t in (queries[i], *parts)], pool,
+                                  checkpoint))
     for i, parts in split.items():
         whole = next(fused)
         out[i] = _merged(engine, queries[i], whole, [next(fused) for _ in parts], top_k, cap, candidates, pool)
     return [out[i] for i in range(len(queries))]
 
 
-def _fused_by_length(engine: Engine, texts: list[str], pool: PoolIndex) -> list[Fused]:
+def _fused_by_length(engine: Engine, texts: list[str], pool: PoolIndex, checkpoint: Callable[[], None]
+                     ) -> list[Fused]:
     """``engine.fused`` of every text, scored ``GROUP`` texts of like length at a time, in ``texts`` order."""
     out: dict[int, Fused] = {}
     by_length = sorted(range(len(texts)), key=lambda i: len(texts[i]))
     for start in range(0, len(by_length), GROUP):
         group = by_length[start:start + GROUP]
-        out.update(zip(group, engine.fused([texts[i] for i in group], pool=pool)))
+        out.update(zip(group, engine.fused([texts[i] for i in group], checkpoint=checkpoint, pool=pool)))
     return [out[i] for i in range(len(texts))]
 
 

@@ -122,6 +122,10 @@ def add_serve_parser(subparsers) -> argparse.ArgumentParser:
                         "answered by the lexical fusion (signals_used [\"bm25\"]) while the dense and multilingual "
                         "indexes build in the background (progress on stderr), then by the hybrid fusion; full = "
                         "once every index is built (minutes for a new pool of 10,000 skills, seconds once cached)")
+    p.add_argument("--watch", action="store_true",
+                   help="follow edits to the pool while serving: a new, edited or deleted skill is routed as it now "
+                        "is within seconds of the last write (only changed skills are re-encoded; calls are answered "
+                        "meanwhile); a skill whose edit breaks it keeps its last good version, said on stderr")
     add_router_options(p)
     p.set_defaults(func=run_serve)
     return p
@@ -193,7 +197,7 @@ def run_serve(args: argparse.Namespace) -> int:
     where = "stdio" if args.transport == "stdio" else f"http://127.0.0.1:{args.port}/mcp"
     stderr_log(f"serving route_skills over {where} (answering with {', '.join(router.ready_signals)})")
     try:
-        serve(router, args.transport, args.port)
+        serve(router, args.transport, args.port, watch=args.pool if args.watch else None)
     finally:
         build.stop(timeout=10)  # a build still running ends at its next chunk; what it encoded stays cached
     return 0

@@ -9,7 +9,8 @@ library does not cover), ``selected`` is empty, ``no_fit`` says so ("no skill fi
 still lists the nearest skills. An agent host often gives its servers seconds to
 start, so by default the server answers once BM25 is built: ``signals_used`` is ``["bm25"]`` (the
 lexical fusion) while the dense and multilingual indexes build in the background, then every signal
-(``Engine.start_index``); each call routes over whichever index is published when it begins.
+(``Engine.start_index``); each call routes over whichever index is published when it begins. With ``--watch``
+(``watch.PoolWatcher``) the pool is re-indexed as its files change, so every tool looks its skills up per call.
 
 A call's work is bounded: a query longer than ``MAX_QUERY_CHARS`` characters (counted in the decoded
 request, however it was escaped) is refused, an HTTP body over ``MAX_BODY_BYTES`` is answered 413 with
@@ -34,7 +35,7 @@ import os
 import stat
 import threading
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path, PurePosixPath
 from typing import Any, TypeVar
 
@@ -57,6 +58,7 @@ from skill_assets.lib.common.skill_files import (
 )
 from skill_assets.lib.retrieval.pools import Skill
 from skill_assets.router.routing import Router
+from skill_assets.router.watch import PoolWatcher
 
 SERVER_NAME = "skill-assets-router"
 MAX_TOP_K = 50
@@ -316,15 +318,18 @@ def build_server(router: Router, name: str = SERVER_NAME, gate: CallGate | None 
                                           "other indexes are still building). Then call open_skill on a selected "
                                           "skill to read its SKILL.md and see its files, and read_skill_file for a "
                                           "file the SKILL.md refers to.")
-    skills = router.skill_by_id
     gate = gate or CallGate()
     files_gate = files_gate or CallGate(FILE_CALLS, FILE_CALL_SECONDS, what="reading the skill's files",
                                         hint="try again")
 
     def route_one(query: str, top_k: int, checkpoint: Callable[[], None]) -> dict[str, Any]:
+        # the skills are looked up per call, before and after routing: ``serve --watch`` can publish a new pool
+        # meanwhile, and the routed skills are those of the one published when the routing began
+        before = router.skill_by_id
         routed = router.route([query], top_k=top_k, checkpoint=checkpoint)[0].as_dict("query")
+        after = router.skill_by_id
         for entry in routed["ranking"]:
-            skill = skills[entry["skill_id"]]
+            skill = after.get(entry["skill_id"]) or before[entry["skill_id"]]
             entry["name"], entry["description"] = skill.name, skill.description
         return routed
 
@@ -453,17 +458,24 @@ def http_app(server: MCPServer) -> ClientWatch:
     return ClientWatch(server.streamable_http_app(max_request_body_size=MAX_BODY_BYTES))
 
 
-def serve(router: Router, transport: str = "stdio", port: int = 8765) -> None:
-    """Block serving ``router``: ``stdio`` or ``http`` (streamable HTTP at http://127.0.0.1:<port>/mcp)."""
+def serve(router: Router, transport: str = "stdio", port: int = 8765,
+          watch: Sequence[str | Path] | None = None) -> None:
+    """Block serving ``router``: ``stdio`` or ``http`` (streamable HTTP at http://127.0.0.1:<port>/mcp). ``watch``: the
+    pool roots to follow while serving (``serve --watch``: ``watch.PoolWatcher`` re-indexes them as they change)."""
     server = build_server(router)
-    if transport == "stdio":
-        try:
-            server.run("stdio")
-        except* BrokenPipeError:  # the client closed our stdout: it is gone, and the server's work with it
-            log.info("the stdio client left; the server stops")
-    else:
-        import uvicorn
+    watcher = PoolWatcher(router, watch).start() if watch else None
+    try:
+        if transport == "stdio":
+            try:
+                server.run("stdio")
+            except* BrokenPipeError:  # the client closed our stdout: it is gone, and the server's work with it
+                log.info("the stdio client left; the server stops")
+        else:
+            import uvicorn
 
-        config = uvicorn.Config(http_app(server), host="127.0.0.1", port=port,
-                                log_level=server.settings.log_level.lower())
-        anyio.run(uvicorn.Server(config).serve)
+            config = uvicorn.Config(http_app(server), host="127.0.0.1", port=port,
+                                    log_level=server.settings.log_level.lower())
+            anyio.run(uvicorn.Server(config).serve)
+    finally:
+        if watcher is not None:
+            watcher.stop()

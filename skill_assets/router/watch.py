@@ -1,0 +1,152 @@
+"""``serve --watch``: follow edits to the pool while the server answers.
+
+Skill folders change while an agent runs; without this a new, edited or deleted skill is seen only after a restart.
+A background thread looks at the pool roots every ``POLL_SECONDS`` (each ``SKILL.md``'s, or a JSONL pool's, mtime
+and size: stdlib only, the same candidates ingest walks) and, once they have been quiet for ``QUIET_SECONDS`` (an
+editor or a ``git pull`` writes several files in a burst; indexing each write would only be stopped by the next),
+reloads the pool and hands it to ``Engine.start_index``. Its content-keyed cache encodes only skills whose text
+changed, and routing reads the published index once per call, so answers go on over the old index until the new
+one is published.
+
+A skill whose new text is rejected (front matter removed, unparseable) is not dropped: the version last indexed
+stays routed and one line names the file and the reason, so a half-finished edit never takes a skill away. A
+reload that fails as a whole (a root gone, a duplicate id, no skill left) keeps the pool as it is, said so.
+"""
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from skill_assets.lib.common.skill_files import FolderReject, walk_skill_paths
+from skill_assets.lib.retrieval.pool_index import IndexBuild
+from skill_assets.lib.retrieval.pools import Rejected, Skill, load_pools
+from skill_assets.router.routing import Router, stderr_log
+
+#: seconds between two looks at the pool
+POLL_SECONDS = 1.0
+#: seconds without a change before a reload: with ``POLL_SECONDS`` and a re-index of a few changed skills, an edit
+#: is routed within 5 s of the last write
+QUIET_SECONDS = 2.0
+
+#: each watched file's path and (mtime in ns, size)
+Snapshot = dict[str, tuple[int, int]]
+
+
+def snapshot(roots: Sequence[str | Path]) -> Snapshot:
+    """The state of every file the pool is loaded from: a folder root's ``SKILL.md`` files (``walk_skill_paths``:
+    ingest's candidates and folder rules), a JSONL root itself. A file that vanishes mid-walk is simply absent."""
+    state: Snapshot = {}
+    for root in roots:
+        root = Path(root).expanduser()
+        try:
+            paths = [root] if root.is_file() else [p for p in walk_skill_paths(root) if not isinstance(p, FolderReject)]
+        except OSError:
+            continue  # a root that cannot be listed now: the reload says why
+        for path in paths:
+            try:
+                st = os.stat(path)
+            except OSError:
+                continue
+            state[str(path)] = (st.st_mtime_ns, st.st_size)
+    return state
+
+
+class PoolWatcher:
+    """Reloads ``roots`` into ``router`` when their files change: ``poll()`` is one look (debounced), ``reload()``
+    one reload now, ``start()`` / ``stop()`` the background thread that polls."""
+
+    def __init__(self, router: Router, roots: Sequence[str | Path], log: Callable[[str], None] = stderr_log,
+                 quiet: float = QUIET_SECONDS, clock: Callable[[], float] = time.monotonic) -> None:
+        self.router, self.roots, self.log = router, list(roots), log
+        self.quiet, self.clock = quiet, clock
+        self._indexed = snapshot(self.roots)   # the files as the published pool was loaded from them
+        self._seen = self._indexed             # the files at the last look
+        self._changed_at: float | None = None  # when the last look found them changed
+        self._reported: set[str] = set()       # rejected sources already logged: a reload repeats none of them
+        self._build: IndexBuild | None = None
+        self._stopping = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def poll(self) -> bool:
+        """Look at the pool once; reload it if it changed and has since been quiet for ``quiet`` seconds. Returns
+        whether it reloaded."""
+        now, current = self.clock(), snapshot(self.roots)
+        if current != self._seen:
+            self._seen, self._changed_at = current, now
+            return False
+        if current == self._indexed or self._changed_at is None or now - self._changed_at < self.quiet:
+            return False
+        self.reload(current)
+        return True
+
+    def reload(self, files: Snapshot | None = None) -> bool:
+        """Load the pool now and index it (returns once the full index is published: only changed skills are
+        encoded); ``files``: the snapshot it is loaded as (default: taken now). Returns whether the pool was
+        replaced; on failure the served pool stays, and one line says why."""
+        self._indexed = self._seen = files if files is not None else snapshot(self.roots)
+        self._changed_at = None
+        old = self.router.skill_by_id
+        try:
+            load = load_pools(self.roots, log=self.log)
+        except (OSError, ValueError) as exc:
+            self.log(f"watch: the pool was not reloaded ({exc}); the last indexed pool stays served")
+            return False
+        skills = load.skills + self._kept(load.skills, load.rejected)
+        if not skills:
+            self.log("watch: the pool has no valid skills now; the last indexed pool stays served")
+            return False
+        new = {s.id: s for s in skills}
+        added = sum(sid not in old for sid in new)
+        changed = sum(sid in old and old[sid] != s for sid, s in new.items())
+        removed = sum(sid not in new for sid in old)
+        self._build = self.router.start_index(skills)
+        try:
+            stats = self._build.wait()
+        except Exception as exc:  # noqa: BLE001 -- the engine logged it; answers go on over what it published
+            self.log(f"watch: pool reloaded ({added} added, {changed} changed, {removed} removed; {len(skills)} "
+                     f"skills), but its full index was not built: {type(exc).__name__}: {exc}")
+            return True
+        self.log(f"watch: pool reloaded: {added} added, {changed} changed, {removed} removed; {len(skills)} skills, "
+                 f"{stats.encoded} documents encoded, {stats.cached} cached")
+        return True
+
+    def _kept(self, skills: list[Skill], rejected: Sequence[Rejected]) -> list[Skill]:
+        """The skills routed now whose file the reload rejected: each keeps its last good version (unless a new
+        skill took its id meanwhile). Logs each newly rejected file with its reason once."""
+        routed = {s.source: s for s in self.router.skills}
+        taken = {s.id for s in skills}
+        kept = []
+        for entry in rejected:
+            last_good = routed.get(entry.source)
+            keep = last_good is not None and last_good.id not in taken
+            if keep:
+                kept.append(last_good)
+                taken.add(last_good.id)
+            if entry.source not in self._reported:
+                self.log(f"watch: {entry}" + ("; its last good version stays routed" if keep else "; not routed"))
+        self._reported = {entry.source for entry in rejected}
+        return kept
+
+    def start(self) -> PoolWatcher:
+        """Poll every ``POLL_SECONDS`` in a daemon thread, until ``stop()``."""
+        self._thread = threading.Thread(target=self._run, name="skill-assets-watch", daemon=True)
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        while not self._stopping.wait(POLL_SECONDS):
+            try:
+                self.poll()
+            except Exception as exc:  # noqa: BLE001 -- one failed look must not end the watching
+                self.log(f"watch: looking at the pool failed ({type(exc).__name__}: {exc}); trying again")
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """End the thread, and a build it started, at their next step (what was encoded stays cached)."""
+        self._stopping.set()
+        if self._build is not None:
+            self._build.stop(timeout)
+        if self._thread is not None:
+            self._thread.join(timeout)

@@ -1,0 +1,160 @@
+"""``serve --watch`` (issue 34): a skill added, edited, deleted or broken under a served pool.
+
+Real components: the bundled MiniLM over a tiny folder pool in tmp_path, the real MCP server and the SDK's client.
+The watcher is driven directly (``reload()``, ``poll()`` with a given clock), so nothing waits on timing; the one
+test of the background thread polls for the new state with a generous bound, a hang guard only.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from pathlib import Path
+
+import anyio
+import pytest
+from mcp import Client
+
+from skill_assets.lib.common.bundled_models import bundled_minilm
+from skill_assets.lib.retrieval.pools import load_pool
+from skill_assets.router import Router
+from skill_assets.router.serve import build_server
+from skill_assets.router.watch import PoolWatcher
+
+pytestmark = pytest.mark.timeout(1200)
+
+SKILLS = {
+    "docker-networking": ("docker-networking", "Fix Docker Compose services that cannot reach each other.",
+                          "Check the compose network, service names as hostnames and published ports."),
+    "pdf-forms": ("pdf-forms", "Fill in and extract fields from PDF forms.",
+                  "Read AcroForm fields with pypdf, fill them and flatten the form."),
+    "git-bisect": ("git-bisect", "Find the commit that introduced a bug with git bisect.",
+                   "Mark a good and a bad commit, test each step, then reset."),
+}
+SOURDOUGH = "how do I feed my sourdough starter and bake a loaf of bread"
+#: a wait for the background thread; the test reads the state it waits for, never the time it took
+HANG_GUARD_S = 60.0
+
+
+def write_skill(pool: Path, sid: str, name: str, description: str, body: str) -> Path:
+    path = pool / sid / "SKILL.md"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"---\nname: {name}\ndescription: {description}\n---\n{body}\n", encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def served(tmp_path):
+    """(router over the tiny pool, its watcher, the pool folder, the log lines)."""
+    pool = tmp_path / "pool"
+    for sid, fields in SKILLS.items():
+        write_skill(pool, sid, *fields)
+    logs: list[str] = []
+    router = Router(bundled_minilm(), cache_dir=tmp_path / "cache", log=logs.append)
+    skills, rejected = load_pool(pool)
+    assert not rejected
+    router.index(skills)
+    watcher = PoolWatcher(router, [pool], log=logs.append)
+    yield router, watcher, pool, logs
+    watcher.stop()
+
+
+def top(router: Router, query: str) -> str:
+    (routed,) = router.route([query], top_k=3)
+    return routed.ranking[0].skill_id
+
+
+def reload_lines(logs: list[str]) -> list[str]:
+    return [line for line in logs if line.startswith("watch: pool reloaded")]
+
+
+def test_an_added_skill_is_routed_and_named_by_the_server(served):
+    router, watcher, pool, logs = served
+    assert top(router, SOURDOUGH) != "sourdough"
+    write_skill(pool, "sourdough", "sourdough", "Feed a sourdough starter and bake bread with it.",
+                "Feed the starter flour and water daily; bake the loaf once it doubles.")
+    assert watcher.reload()
+    assert top(router, SOURDOUGH) == "sourdough"
+    assert reload_lines(logs)[-1].startswith("watch: pool reloaded: 1 added, 0 changed, 0 removed; 4 skills, "
+                                             "1 documents encoded, 3 cached")
+
+    async def call() -> dict:  # the server names skills from the pool published now, not the one it started with
+        async with Client(build_server(router)) as client:
+            result = await client.call_tool("route_skills", {"query": SOURDOUGH, "top_k": 3})
+            assert not result.is_error, result
+            return result.structured_content or json.loads(result.content[0].text)
+
+    first = anyio.run(call)["ranking"][0]
+    assert (first["skill_id"], first["name"]) == ("sourdough", "sourdough")
+
+
+def test_an_edited_skill_is_routed_in_its_new_form_and_only_it_is_encoded(served):
+    router, watcher, pool, logs = served
+    write_skill(pool, "git-bisect", "git-bisect", "Feed a sourdough starter and bake bread with it.",
+                "Feed the starter flour and water daily; bake the loaf once it doubles.")
+    assert watcher.reload()
+    assert top(router, SOURDOUGH) == "git-bisect"
+    assert router.skill_by_id["git-bisect"].description == "Feed a sourdough starter and bake bread with it."
+    assert reload_lines(logs)[-1].startswith("watch: pool reloaded: 0 added, 1 changed, 0 removed; 3 skills, "
+                                             "1 documents encoded, 2 cached")
+
+
+def test_a_deleted_skill_is_gone(served):
+    router, watcher, pool, logs = served
+    assert "pdf-forms" in router.ids
+    shutil.rmtree(pool / "pdf-forms")
+    assert watcher.reload()
+    assert "pdf-forms" not in router.ids
+    (routed,) = router.route(["fill in the fields of a PDF form"], top_k=3)
+    assert "pdf-forms" not in [r.skill_id for r in routed.ranking]
+    assert reload_lines(logs)[-1].startswith("watch: pool reloaded: 0 added, 0 changed, 1 removed; 2 skills")
+
+
+def test_a_broken_edit_keeps_the_last_good_version_and_says_why(served):
+    router, watcher, pool, logs = served
+    good = router.skill_by_id["pdf-forms"]
+    path = pool / "pdf-forms" / "SKILL.md"
+    path.write_text("the front matter was deleted by mistake\n", encoding="utf-8")
+    assert watcher.reload()
+    assert router.skill_by_id["pdf-forms"] == good
+    assert top(router, "fill in the fields of a PDF form") == "pdf-forms"
+    reported = [line for line in logs if str(path) in line]
+    assert len(reported) == 1 and "missing_front_matter" in reported[0], logs
+    assert reported[0].endswith("its last good version stays routed")
+    assert reload_lines(logs)[-1].startswith("watch: pool reloaded: 0 added, 0 changed, 0 removed; 3 skills")
+    write_skill(pool, "sourdough", "sourdough", "Feed a sourdough starter and bake bread with it.", "Bake it.")
+    assert watcher.reload()  # still broken at the next reload: still kept, not reported again
+    assert router.skill_by_id["pdf-forms"] == good and len([line for line in logs if str(path) in line]) == 1
+    write_skill(pool, "pdf-forms", "pdf-forms", "Merge several PDF files into one.", "Use pypdf's writer.")
+    assert watcher.reload()  # fixed: the new version replaces the kept one
+    assert router.skill_by_id["pdf-forms"].description == "Merge several PDF files into one."
+
+
+def test_poll_reloads_only_once_the_pool_has_been_quiet(served):
+    router, _, pool, logs = served
+    now = [0.0]
+    watcher = PoolWatcher(router, [pool], log=logs.append, quiet=2.0, clock=lambda: now[0])
+    assert not watcher.poll()  # nothing changed
+    write_skill(pool, "sourdough", "sourdough", "Feed a sourdough starter and bake bread with it.", "Bake it.")
+    assert not watcher.poll()  # a change seen: the quiet starts
+    now[0] = 1.5
+    write_skill(pool, "sourdough-2", "sourdough-2", "Keep a rye sourdough starter.", "Rye flour.")
+    assert not watcher.poll()  # another write: the quiet starts again
+    now[0] = 3.0
+    assert not watcher.poll() and "sourdough" not in router.ids
+    now[0] = 3.5
+    assert watcher.poll()
+    assert {"sourdough", "sourdough-2"} <= set(router.ids)
+    now[0] = 10.0
+    assert not watcher.poll()  # nothing new since
+
+
+def test_the_background_thread_picks_up_a_new_skill(served):
+    router, watcher, pool, _ = served
+    watcher.start()
+    write_skill(pool, "sourdough", "sourdough", "Feed a sourdough starter and bake bread with it.",
+                "Feed the starter flour and water daily; bake the loaf once it doubles.")
+    deadline = time.monotonic() + HANG_GUARD_S
+    while "sourdough" not in router.ids and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert top(router, SOURDOUGH) == "sourdough"

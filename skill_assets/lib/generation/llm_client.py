@@ -303,6 +303,16 @@ async def _call(client: openai.AsyncOpenAI, model: str, params: SamplingParams, 
 
 # --- many requests --------------------------------------------------------------------------------
 
+@dataclass(frozen=True)
+class _CallSpec:
+    """What every request of one ``run_requests`` call is sent with and priced by."""
+
+    model: str
+    params: SamplingParams
+    prices: PriceTable
+    secret: str | None  # the client's key, redacted from every error text
+
+
 class _Run:
     """One ``run_requests`` call: the state its workers, its stop conditions and its drain share.
 
@@ -311,12 +321,11 @@ class _Run:
     step stays short without passing that state back and forth. ``guard`` and ``budget`` may outlive it.
     """
 
-    def __init__(self, model: str, params: SamplingParams, requests: list[LLMRequest],
-                 on_batch: Callable[[list[LLMResponse]], None], limits: GenerationLimits, log: Callable[[str], None],
-                 prices: PriceTable, journal: ResponseJournal | None, secret: str | None, guard: EndpointGuard,
-                 budget: TokenBudget) -> None:
-        self.model, self.params, self.requests, self.on_batch = model, params, requests, on_batch
-        self.limits, self.log, self.prices, self.journal, self.secret = limits, log, prices, journal, secret
+    def __init__(self, spec: _CallSpec, requests: list[LLMRequest], on_batch: Callable[[list[LLMResponse]], None],
+                 limits: GenerationLimits, log: Callable[[str], None], journal: ResponseJournal | None,
+                 guard: EndpointGuard, budget: TokenBudget) -> None:
+        self.model, self.params, self.prices, self.secret = spec.model, spec.params, spec.prices, spec.secret
+        self.requests, self.on_batch, self.limits, self.log, self.journal = requests, on_batch, limits, log, journal
         self.guard, self.budget = guard, budget
         self.report = GenerationReport()
         self.inflight: set[asyncio.Task] = set()
@@ -447,7 +456,7 @@ async def run_requests(client: openai.AsyncOpenAI, model: str, params: SamplingP
     journaled, so they are not paid for again), and the error is re-raised at the end.
     ``guard`` and ``budget`` may be shared by several calls (one run over several models).
     """
-    run = _Run(model, params, requests, on_batch, limits, log, prices or {}, journal, secret_of(client),
+    run = _Run(_CallSpec(model, params, prices or {}, secret_of(client)), requests, on_batch, limits, log, journal,
                guard or EndpointGuard(limits.max_consecutive_failures),
                budget or TokenBudget(limits.max_total_tokens, limits.max_total_cost_usd))
     if run.guard.is_open:

@@ -13,6 +13,9 @@ through ``clear_refs``) while it is driven with the MCP SDK's own client:
 2. a 4.19 MB request body (what the SDK's default limit let through before): the HTTP status, server CPU;
 3. ``--abandoned`` clients that each send the longest request and disconnect after ``--disconnect-after``
    seconds: server CPU spent after the last one left, seconds until the server is idle again, memory then;
+   once with the SDK's client, once with raw TCP sockets (no HTTP client library: the bytes of an
+   ``initialize``, its notification and a call of ``MAX_QUERY_CHARS`` - 1 characters, then ``close()``
+   mid-call, as issue 31 finding 6 left);
 4. ``--sessions`` sessions at once, each with its own client and one request: how many were answered
    with the same ranking a lone sequential call got, the errors by reason, wall time and peak memory.
 
@@ -34,9 +37,11 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
 import numpy as np
+from mcp.types import LATEST_PROTOCOL_VERSION
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -104,10 +109,21 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_server(pool_path: Path, cache: Path, port: int, log_path: Path, max_wait: float) -> subprocess.Popen:
+def add_server_arguments(ap: argparse.ArgumentParser) -> None:
+    """The options of a bench that starts the server over a work folder (``start_server``)."""
+    ap.add_argument("--max-wait", type=float, default=7200.0, help="give up on the server's start after this long")
+    ap.add_argument("--work-dir", help="folder for the pool, the index cache and the server's log (default: a new "
+                                       "temporary folder, removed at the end); reused, its cache makes a rerun fast")
+    ap.add_argument("--seed", type=int, default=13)
+    ap.add_argument("--no-results-doc", action="store_true", help="do not write docs/RESULTS.md")
+
+
+def start_server(pool_path: Path, cache: Path, port: int, log_path: Path, max_wait: float,
+                 extra: Sequence[str] = ()) -> subprocess.Popen:
+    """``skill-assets serve --transport http --ready full`` (and ``extra`` options), once it listens."""
     argv = [sys.executable, "-m", "skill_assets.cli", "serve", "--pool", str(pool_path), "--cache-dir", str(cache),
             "--db", str(cache.parent / "no-store.duckdb"), "--ready", "full", "--transport", "http",
-            "--port", str(port)]
+            "--port", str(port), *extra]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
     proc = subprocess.Popen(argv, env=env, cwd=str(REPO), stderr=log_path.open("w"), stdout=subprocess.DEVNULL)
     deadline = time.monotonic() + max_wait  # a hang guard: the first build of a large pool takes minutes
@@ -173,19 +189,49 @@ async def oversize_phase(url: str, server: ServerProcess) -> dict:
     return {**figures, "bytes": len(body), "status": status}
 
 
-async def abandoned_phase(url: str, server: ServerProcess, query: str, clients: int, after: float) -> dict:
-    """``clients`` sessions each send ``query`` and are gone ``after`` seconds later, without an answer."""
+async def raw_socket_call(port: int, query: str) -> dict:
+    """One route_skills call written as bytes on a TCP socket (no HTTP client library), its answer awaited there;
+    cancelled, the socket is closed mid-call and nothing tells the server why. One request of the current
+    protocol (``LATEST_PROTOCOL_VERSION``): its version and the client's capabilities travel in ``params._meta``
+    and are repeated in the ``Mcp-*`` headers, so no ``initialize`` or session comes first."""
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "route_skills", "arguments": {"query": query, "top_k": 10},
+        "_meta": {"io.modelcontextprotocol/protocolVersion": LATEST_PROTOCOL_VERSION,
+                  "io.modelcontextprotocol/clientCapabilities": {}}}}).encode()
+    head = ["POST /mcp HTTP/1.1", f"Host: 127.0.0.1:{port}", "Content-Type: application/json",
+            "Accept: application/json, text/event-stream", f"Content-Length: {len(body)}",
+            f"Mcp-Protocol-Version: {LATEST_PROTOCOL_VERSION}", "Mcp-Method: tools/call", "Mcp-Name: route_skills",
+            "Connection: close"]
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    try:
+        writer.write(("\r\n".join(head) + "\r\n\r\n").encode() + body)
+        await writer.drain()
+        answer = await reader.read()  # to the end: "Connection: close" ends it once the call is answered
+        status, _, rest = answer.partition(b"\r\n")
+        if not status.startswith(b"HTTP/1.1 200") or b'"result"' not in rest:
+            raise RuntimeError(f"the raw call was not answered: {answer[:300].decode('utf-8', 'replace')}")
+        return {"answer_bytes": len(answer)}
+    finally:
+        writer.close()
+
+
+async def abandoned_phase(server: ServerProcess, client: Callable[[], Awaitable[dict]], clients: int,
+                          after: float) -> dict:
+    """``clients`` sessions each make one call with ``client()`` and are gone ``after`` seconds later, unanswered."""
     rss, cpu = server.rss_mb(), server.cpu_s()
     server.reset_peak()
-    tasks = [asyncio.create_task(one_call(url, query, 900)) for _ in range(clients)]
+    tasks = [asyncio.create_task(client()) for _ in range(clients)]
     await asyncio.sleep(after)
     for task in tasks:
         task.cancel()
     outcomes = await asyncio.gather(*tasks, return_exceptions=True)
+    errors = Counter(f"{type(o).__name__}: {o}"[:160] for o in outcomes
+                     if isinstance(o, BaseException) and not isinstance(o, asyncio.CancelledError))
     left, cpu_left = time.perf_counter(), server.cpu_s()
     idle_s = await server.idle_after(left)
     return {"clients": clients, "disconnect_after_s": after,
             "answered_before_leaving": sum(isinstance(o, dict) for o in outcomes),
+            "errors": dict(errors),
             "cpu_s_before_leaving": round(cpu_left - cpu, 2),
             "cpu_s_after_leaving": round(server.cpu_s() - cpu_left, 2),
             "busy_after_leaving_s": idle_s, "peak_over_mb": round(server.peak_mb() - rss, 1),
@@ -216,16 +262,36 @@ async def sessions_phase(url: str, server: ServerProcess, queries: list[str]) ->
             "lone_call_p95_ms": round(float(np.percentile(lone_ms, 95)), 1)}
 
 
-async def drive(url: str, server: ServerProcess, pool, queries: list[str], args) -> dict:
+async def warm_up(url: str, query: str, tries: int = 3) -> None:
+    """One answered call, so models and indexes are loaded before anything is measured. From a warm index cache the
+    server loads its query encoders at the first call, which on a busy machine can pass the server's call limit
+    (``CALL_SECONDS``): that call is tried again."""
+    for attempt in range(1, tries + 1):
+        try:
+            await one_call(url, query, 900)
+            return
+        except Exception as exc:  # noqa: BLE001 - the SDK client wraps the tool's refusal in an ExceptionGroup
+            if attempt == tries:
+                raise
+            stderr_log(f"warm-up call {attempt} not answered ({type(exc).__name__}); trying again")
+
+
+async def drive(url: str, port: int, server: ServerProcess, pool, queries: list[str], args) -> dict:
     query = longest_query(pool)
-    await one_call(url, queries[0], 900)  # models and indexes warm
+    await warm_up(url, queries[0])
     out = {"rss_warm_mb": server.rss_mb()}
     out["longest_query"] = await longest_phase(url, server, query)
     stderr_log(f"longest query: {out['longest_query']}")
     out["oversize_body"] = await oversize_phase(url, server)
     stderr_log(f"oversize body: {out['oversize_body']}")
-    out["abandoned"] = await abandoned_phase(url, server, query, args.abandoned, args.disconnect_after)
+    out["abandoned"] = await abandoned_phase(server, lambda: one_call(url, query, 900), args.abandoned,
+                                             args.disconnect_after)
     stderr_log(f"abandoned calls: {out['abandoned']}")
+    raw_query = query[:MAX_QUERY_CHARS - 1]
+    out["abandoned_raw_socket"] = {**await abandoned_phase(server, lambda: raw_socket_call(port, raw_query),
+                                                           args.abandoned, args.disconnect_after),
+                                   "chars": len(raw_query)}
+    stderr_log(f"abandoned raw-socket calls: {out['abandoned_raw_socket']}")
     out["concurrent"] = await sessions_phase(url, server, queries)
     stderr_log(f"concurrent sessions: {out['concurrent']}")
     out["rss_end_mb"] = server.rss_mb()
@@ -234,6 +300,7 @@ async def drive(url: str, server: ServerProcess, pool, queries: list[str], args)
 
 def table(out: dict) -> str:
     lq, ob, ab, cs = out["longest_query"], out["oversize_body"], out["abandoned"], out["concurrent"]
+    raw = out["abandoned_raw_socket"]
     limits = out["limits"]
     rows = [
         (f"longest request routed ({lq['chars']:,} characters)", f"{lq['s']} s wall, {lq['cpu_s']} s CPU, "
@@ -243,6 +310,11 @@ def table(out: dict) -> str:
         (f"{ab['clients']} clients gone after {ab['disconnect_after_s']} s", f"busy {ab['busy_after_leaving_s']} s "
          f"after, {ab['cpu_s_after_leaving']} s CPU after; RSS {ab['rss_before_mb']} → {ab['rss_after_mb']} MB "
          f"(peak +{ab['peak_over_mb']} MB)", "about 250 s of work left running; 1.9 → 4.4 GB, stayed at 3.0 GB"),
+        (f"{raw['clients']} raw TCP clients ({raw['chars']:,}-character call) closed after "
+         f"{raw['disconnect_after_s']} s",
+         f"busy {raw['busy_after_leaving_s']} s after, {raw['cpu_s_after_leaving']} s CPU after; "
+         f"{raw['answered_before_leaving']} answered before leaving",
+         "issue 31: 8 clients gone 0.3 s into a 19,999-character call left 16.6 s of CPU running"),
         (f"{cs['sessions']} sessions at once", f"{cs['answered']} answered, {cs['same_as_alone']} with the lone "
          f"call's ranking, in {cs['s']} s; peak +{cs['peak_over_mb']} MB; errors {cs['errors'] or 'none'}",
          "240 answered correctly"),
@@ -268,11 +340,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sessions", type=int, default=240, help="concurrent sessions, one request each")
     ap.add_argument("--abandoned", type=int, default=8, help="clients that send the longest request and leave")
     ap.add_argument("--disconnect-after", type=float, default=1.0, help="seconds before those clients leave")
-    ap.add_argument("--max-wait", type=float, default=7200.0, help="give up on the server's start after this long")
-    ap.add_argument("--work-dir", help="folder for the pool, the index cache and the server's log (default: a new "
-                                       "temporary folder, removed at the end); reused, its cache makes a rerun fast")
-    ap.add_argument("--seed", type=int, default=13)
-    ap.add_argument("--no-results-doc", action="store_true", help="do not write docs/RESULTS.md")
+    add_server_arguments(ap)
     args = ap.parse_args(argv)
 
     work = Path(args.work_dir) if args.work_dir else Path(tempfile.mkdtemp(prefix="mcp-bounds-"))
@@ -292,7 +360,8 @@ def main(argv: list[str] | None = None) -> int:
         proc = start_server(pool_path, work / "cache", port, work / "serve.log", args.max_wait)
         out["server_ready_s"] = round(time.perf_counter() - t, 1)
         stderr_log(f"server listening after {out['server_ready_s']} s on a {len(pool)}-skill pool")
-        out.update(asyncio.run(drive(f"http://127.0.0.1:{port}/mcp", ServerProcess(proc.pid), pool, queries, args)))
+        out.update(asyncio.run(drive(f"http://127.0.0.1:{port}/mcp", port, ServerProcess(proc.pid), pool, queries,
+                                     args)))
         out["load_at_end"] = load()
         if not args.no_results_doc:
             write_section("mcp-bounds", table(out))

@@ -1,4 +1,5 @@
-"""Hostile skill files, folders and archives, built in a temp folder for the ingest and router fuzz suites.
+"""Hostile skill files, folders and archives, built in a temp folder for the ingest and router fuzz suites,
+and the generated hostile texts of the parser fuzz tests (kept in bench/hostile_texts.py, which times them).
 
 Each case writes one skill folder the way an adversary (or an accident) would and names the
 reason code both ingest and the router must give it. Tests run as root, so ``chmod 000`` blocks
@@ -7,15 +8,17 @@ injecting a PermissionError (``permission_denied``).
 """
 from __future__ import annotations
 
+import importlib.util
 import io
 import os
-import random
+import struct
 import tarfile
 import zipfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -155,17 +158,30 @@ def zip_file(path: Path, members: list[tuple[str, bytes]]) -> Path:
     return path
 
 
-#: the size of the generated hostile texts the parser fuzz tests feed (1 MB of characters)
-MB = 1_000_000
+def zip_directory(path: Path, names: list[bytes], *, count: int | None = None, offset: int = 0,
+                  flag_bits: int = 0) -> Path:
+    """A zip of nothing but a central directory naming ``names`` (no member data: zipfile opens it all the same)
+    and its end record; ``count`` and ``offset`` are what the end record claims (the truth by default)."""
+    entries = b"".join(struct.pack(zipfile.structCentralDir, zipfile.stringCentralDir, 20, 3, 20, 0, flag_bits, 0, 0,
+                                   0x21, 0, 0, 0, len(name), 0, 0, 0, 0, 0, 0) + name for name in names)
+    claimed = len(names) if count is None else count
+    end = struct.pack(zipfile.structEndArchive, zipfile.stringEndArchive, 0, 0, claimed, claimed, len(entries),
+                      offset, 0)
+    path.write_bytes(entries + end)
+    return path
 
 
-def repeated(unit: str, n: int) -> str:
-    """``unit`` repeated to exactly ``n`` characters."""
-    return (unit * (n // len(unit) + 1))[:n]
+# --- generated hostile texts -------------------------------------------------------------------------------------
+
+def _hostile_texts() -> ModuleType:
+    """bench/hostile_texts.py, the one set of generated hostile texts: the fuzz tests feed what the bench times."""
+    spec = importlib.util.spec_from_file_location("hostile_texts", Path(__file__).resolve().parents[1] / "bench"
+                                                  / "hostile_texts.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
-def random_text(n: int, seed: int, surrogates: bool) -> str:
-    """``n`` seeded random code points; lone surrogates kept only where ``surrogates``."""
-    rng = random.Random(seed)
-    points = [rng.randrange(0x110000) for _ in range(n)]
-    return "".join(chr(p) if surrogates or not 0xD800 <= p < 0xE000 else "?" for p in points)
+_TEXTS = _hostile_texts()
+MB, repeated, sql_list = _TEXTS.MB, _TEXTS.repeated, _TEXTS.sql_list
+RATIONALES, SQL, FRONT_MATTER, QUERY_FILES = _TEXTS.RATIONALES, _TEXTS.SQL, _TEXTS.FRONT_MATTER, _TEXTS.QUERY_FILES

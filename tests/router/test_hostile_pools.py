@@ -13,11 +13,22 @@ import os
 from pathlib import Path
 
 import pytest
-from hostile_inputs import CASES, MAX_BYTES, add_folder_hazards, build_tree, good, permission_denied, write
+from hostile_inputs import (
+    CASES,
+    MAX_BYTES,
+    MB,
+    QUERY_FILES,
+    add_folder_hazards,
+    build_tree,
+    good,
+    permission_denied,
+    write,
+)
 
 from skill_assets.lib.common.sources import SourceSpec
 from skill_assets.lib.corpus.ingest import ingest_sources
 from skill_assets.lib.retrieval.pools import EMPTY_DESCRIPTION, PoolError, load_pool
+from skill_assets.router.cli import RouteInputError, read_queries
 from skill_assets.router.cli import main as route_main
 
 pytestmark = pytest.mark.timeout(600)
@@ -121,10 +132,11 @@ def test_route_cli_errors_are_one_line(tmp_path, capsys):
 
 
 def test_the_route_table_keeps_each_row_one_short_line(tmp_path, capsys):
-    """Issue 31 item 13: a 900 KB skill name was printed whole and a newline in a folder name broke the table."""
+    """Issue 31 item 13: a 900 KB skill name was printed whole and a newline in a folder name broke the table.
+    (A 900 KB front matter is now refused unparsed: 90 KB, under the front-matter cap, is the long name here.)"""
     pool = tmp_path / "pool"
     write(pool / "line\nbreak" / "SKILL.md", "---\nname: tidy\ndescription: tidy the docker compose file\n---\nbody\n")
-    write(pool / "huge" / "SKILL.md", "---\nname: " + "n" * 900_000 + "\ndescription: docker compose help\n---\nbody\n")
+    write(pool / "huge" / "SKILL.md", "---\nname: " + "n" * 90_000 + "\ndescription: docker compose help\n---\nbody\n")
     rc = route_main(["route", "--pool", str(pool), "--query", "docker compose", "--cache-dir", str(tmp_path / "c"),
                      "--top-k", "2"])
     out = capsys.readouterr().out.splitlines()
@@ -153,3 +165,30 @@ def test_route_names_an_unusable_out_or_queries_path_in_one_line(where, tmp_path
     assert rc == 2 and len(errors) == 1 and "Traceback" not in err
     assert {"a_folder": "is a folder", "proc": "cannot write there", "fifo_queries": "not a regular file"}[where] \
         in errors[0]
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("case", sorted(QUERY_FILES))
+def test_a_generated_hostile_queries_file_is_read_or_refused_in_one_line(case, tmp_path):
+    """1 MB query files (``QUERY_FILES`` in bench/hostile_texts.py) through ``route --queries``' reader: the
+    queries, or one short line naming the file; a lone surrogate is written as the bytes it would be."""
+    path = write(tmp_path / "q.jsonl", QUERY_FILES[case](MB).encode("utf-8", "surrogatepass"))
+    try:
+        queries = read_queries(path)
+    except RouteInputError as exc:
+        assert str(path) in str(exc) and "\n" not in str(exc) and len(str(exc)) < 500
+    else:
+        assert queries and all(set(q) == {"id", "query"} and q["query"].strip() for q in queries)
+
+
+def test_route_refuses_a_query_line_with_a_too_long_number_in_one_line(tmp_path, capsys):
+    """json builds an int from its digits and Python refuses more than 4,300: a ValueError traceback before."""
+    pool = tmp_path / "pool"
+    write(pool / "one" / "SKILL.md", good("one"))
+    queries = write(tmp_path / "q.jsonl", '{"id": ' + "1" * 5_000 + ', "query": "docker"}\n')
+    rc = route_main(["route", "--pool", str(pool), "--queries", str(queries), "--out", str(tmp_path / "run.jsonl"),
+                     "--cache-dir", str(tmp_path / "c")])
+    err = capsys.readouterr().err
+    assert rc == 2 and "Traceback" not in err
+    [line] = [line for line in err.splitlines() if line.startswith("skill-assets route: error:")]
+    assert f"{queries}:1: invalid JSON (a number of more than 4300 digits)" in line

@@ -19,13 +19,18 @@ members of the same archive still ingest:
   it is read (tarfile reads such a header in one piece: a 2 GB long name was 2 GB of memory),
   and extraction stops there, since the member it describes cannot be named.
 
+A zip is refused whole (``ArchiveError``) when the end record of its central directory passes
+``max_zip_directory_bytes`` or ``max_zip_entries``, or its counts and sizes disagree: zipfile reads
+the whole directory and keeps an object per entry, so the end record is checked before it does.
+
 Tar archives are read as a stream that we decompress ourselves and count as it is read, so the
 ratio limit holds inside a member too: skipping a member, reading a long-name or pax header
 and copying a member all read through the count, and a bomb stops at the limit, not after
 its member (tarfile skips a member by decompressing all of it).
 
-Memory stays bounded whatever the archive: members are copied in chunks, headers are capped, and
-the tar stream keeps no index of the members it has passed (tarfile keeps every header it read).
+Memory stays bounded whatever the archive: members are copied in chunks, tar headers and the zip
+directory are capped, and the tar stream keeps no index of the members it has passed (tarfile keeps
+every header it read).
 """
 from __future__ import annotations
 
@@ -60,6 +65,9 @@ class ArchiveLimits:
     max_ratio: float = 100.0
     ratio_floor_bytes: int = 64_000_000
     max_header_bytes: int = 65_536
+    #: zipfile holds the central directory and ~240 bytes per entry: 8 MB of 46-byte entries is ~50 MB
+    max_zip_directory_bytes: int = 8_000_000
+    max_zip_entries: int = 100_000
 
 
 DEFAULT_LIMITS = ArchiveLimits()
@@ -102,6 +110,9 @@ _DECOMPRESSORS: tuple[tuple[bytes, Callable[[IO[bytes]], IO[bytes]]], ...] = (
     (b"\x1f\x8b", lambda f: gzip.GzipFile(fileobj=f)), (b"BZh", bz2.BZ2File), (b"\xfd7zXZ\x00", lzma.LZMAFile))
 #: what reading a damaged stream raises (lzma's error is no OSError)
 _STREAM_ERRORS = (tarfile.TarError, EOFError, OSError, zlib.error, lzma.LZMAError)
+#: what zipfile raises on a damaged or unsupported zip besides BadZipFile: a version or compression it does not
+#: know, a name flagged UTF-8 that is not (and opening an encrypted member raises a bare RuntimeError)
+_ZIP_ERRORS = (zipfile.BadZipFile, NotImplementedError, UnicodeDecodeError)
 
 
 class _CountedStream:
@@ -173,25 +184,58 @@ def _capped_tarinfo(stream: _CountedStream, cap: int) -> type[tarfile.TarInfo]:
     return CappedTarInfo
 
 
+def _zip_entries(archive: Path, limits: ArchiveLimits) -> int:
+    """The entry count of a zip's end record once its counts and sizes pass the checks; ArchiveError otherwise.
+
+    ``zipfile.ZipFile`` reads the whole central directory into memory and keeps an object per entry
+    whatever the end record's count says: a 54 MB directory of a million empty names took 235 MB
+    before any member was read. The end record is read by zipfile's own reader of it
+    (``_EndRecData``, 64 KB at most), so what is checked is what zipfile will follow.
+    """
+    with open(archive, "rb") as fp:
+        end = zipfile._EndRecData(fp)
+    if not end:
+        raise ArchiveError(f"archive {archive} cannot be opened: no zip end record")
+    entries, size, offset = end[zipfile._ECD_ENTRIES_TOTAL], end[zipfile._ECD_SIZE], end[zipfile._ECD_OFFSET]
+    directory_end = end[zipfile._ECD_LOCATION]
+    if end[zipfile._ECD_SIGNATURE] == zipfile.stringEndArchive64:
+        directory_end -= zipfile.sizeEndCentDir64 + zipfile.sizeEndCentDir64Locator
+    if size > limits.max_zip_directory_bytes:
+        why = f"its central directory of {size} bytes passes the cap of {limits.max_zip_directory_bytes}"
+    elif entries > limits.max_zip_entries:
+        why = f"its {entries} entries pass the cap of {limits.max_zip_entries}"
+    elif entries * zipfile.sizeCentralDir > size:
+        why = f"its end record counts {entries} entries, more than a {size}-byte central directory can hold"
+    elif offset + size > directory_end:
+        why = f"its central directory ({size} bytes at offset {offset}) runs past its end record at {directory_end}"
+    else:
+        return entries
+    raise ArchiveError(f"zip archive {archive} refused unread: {why}")
+
+
 class _Reader:
     """Members of a zip (central directory) or a tar (read as a counted stream: nothing is decompressed twice)."""
 
-    def __init__(self, archive: Path, stack: ExitStack, check: Callable[[int], None], header_cap: int) -> None:
+    def __init__(self, archive: Path, stack: ExitStack, check: Callable[[int], None], limits: ArchiveLimits) -> None:
         self.zip: zipfile.ZipFile | None = None
         self.tar: tarfile.TarFile | None = None
         self.stream: _CountedStream | None = None
         try:
             if zipfile.is_zipfile(archive):
+                entries = _zip_entries(archive, limits)
                 self.zip = stack.enter_context(zipfile.ZipFile(archive))
+                if len(self.zip.filelist) != entries:
+                    raise ArchiveError(f"zip archive {archive} refused: its end record counts {entries} entries, "
+                                       f"its central directory holds {len(self.zip.filelist)}")
             else:
                 raw = stack.enter_context(open(archive, "rb"))
                 head = raw.read(6)
                 raw.seek(0)
                 opener = next((o for magic, o in _DECOMPRESSORS if head.startswith(magic)), None)
                 self.stream = _CountedStream(stack.enter_context(opener(raw)) if opener else raw, check)
-                self.tar = stack.enter_context(tarfile.open(fileobj=self.stream, mode="r|",
-                                                            tarinfo=_capped_tarinfo(self.stream, header_cap)))
-        except (zipfile.BadZipFile, *_STREAM_ERRORS) as exc:
+                capped = _capped_tarinfo(self.stream, limits.max_header_bytes)
+                self.tar = stack.enter_context(tarfile.open(fileobj=self.stream, mode="r|", tarinfo=capped))
+        except (*_ZIP_ERRORS, *_STREAM_ERRORS) as exc:
             raise ArchiveError(f"archive {archive} cannot be opened: {exc}") from exc
 
     @property
@@ -291,7 +335,7 @@ def extract_skill_members(archive: Path, dest: Path, source_name: str,
     with ExitStack() as stack:
         try:
             # reads the first header: a bomb can start there
-            reader = _Reader(archive, stack, run.check_ratio, limits.max_header_bytes)
+            reader = _Reader(archive, stack, run.check_ratio, limits)
             for member in reader.members():
                 current = member.name
                 run.decompressed = max(run.decompressed, reader.stream_offset)
@@ -335,6 +379,6 @@ def _extract_one(run: _Extraction, member: _Member, rel: PurePosixPath,
         reject(member.name, "archive_member_too_large", str(exc))
     except (NotADirectoryError, IsADirectoryError, FileExistsError) as exc:
         reject(member.name, "archive_name_clash", f"{exc.strerror}; not extracted")
-    except (zipfile.BadZipFile, *_STREAM_ERRORS) as exc:
+    except (*_ZIP_ERRORS, RuntimeError, *_STREAM_ERRORS) as exc:
         reject(member.name, "unreadable", f"{type(exc).__name__}: {exc}; not extracted")
     return False

@@ -7,6 +7,9 @@ objects), but a 60-byte self-referencing alias builds a cyclic structure and a f
 nested aliases expand a 400-byte file to megabytes (the file-size cap never sees it), so the
 parsed front matter is measured *after* parsing — nesting depth, nodes and text as if every
 alias were expanded — with a walk that stops at the first limit, so it cannot be made slow.
+What YAML costs *before* that walk is bounded by capping the front matter's length (the loader's
+work is linear in it) and the length of an integer (YAML 1.1 builds a base-60 integer such as
+``1:2:3`` by repeated big-integer arithmetic, quadratic in its length: a 1 MB one took 83 s).
 """
 from __future__ import annotations
 
@@ -34,13 +37,16 @@ class SkillParseError(ValueError):
 class FrontMatterLimits:
     """Bounds on the parsed front matter, every alias counted each time it is used.
 
-    The defaults are far above any real skill (7,098 real front matters: depth ≤ 4, no alias) and
-    far below what makes ``json.dumps`` or DuckDB struggle; ``max_chars`` equals the default file cap.
+    The defaults are far above any real skill (7,098 real front matters: depth ≤ 4, no alias, at most
+    5,000 characters) and far below what makes ``json.dumps`` or DuckDB struggle; ``max_chars``
+    equals the default file cap. ``max_header_chars`` is checked before YAML reads the text: 100,000
+    lines of ``k: v`` took 1.6 s to load before the node limit could refuse them.
     """
 
     max_depth: int = 32
     max_nodes: int = 100_000
     max_chars: int = 1_000_000
+    max_header_chars: int = 100_000
 
 
 DEFAULT_LIMITS = FrontMatterLimits()
@@ -116,14 +122,36 @@ def _as_text(value: Any) -> str:
     return str(value).strip()
 
 
+#: the longest integer YAML may build: Python's default limit on converting digits (``sys.get_int_max_str_digits``)
+MAX_INT_CHARS = 4_300
+
+
+class _BoundedLoader(_SAFE_LOADER):  # type: ignore[misc, valid-type]
+    """The safe loader, refusing an integer longer than ``MAX_INT_CHARS`` before it is built."""
+
+
+def _bounded_int(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> int:
+    if len(node.value) > MAX_INT_CHARS:
+        raise yaml.constructor.ConstructorError(None, None, f"an integer of {len(node.value)} characters "
+                                                f"(more than {MAX_INT_CHARS})", node.start_mark)
+    return yaml.constructor.SafeConstructor.construct_yaml_int(loader, node)
+
+
+_BoundedLoader.add_constructor("tag:yaml.org,2002:int", _bounded_int)
+
+
 def _load_yaml(header: str) -> Any:
     try:
-        return yaml.load(header.replace("\t", "  "), Loader=_SAFE_LOADER)
+        return yaml.load(header.replace("\t", "  "), Loader=_BoundedLoader)
     except yaml.YAMLError as exc:
         first_line = str(exc).splitlines()[0] if str(exc) else "unknown YAML error"
         raise SkillParseError("invalid_yaml", f"front matter is not valid YAML: {first_line}") from exc
     except RecursionError as exc:  # the pure-Python loader composes nested nodes recursively
         raise SkillParseError("front_matter_too_deep", "front matter nests too deep to parse") from exc
+    except UnicodeEncodeError as exc:  # libyaml takes UTF-8: text decoded from a JSON escape can hold a lone surrogate
+        raise SkillParseError("not_utf8", f"front matter holds a lone surrogate at character {exc.start}") from exc
+    except (ValueError, OverflowError) as exc:  # a value of a well-formed tag that cannot be built: 2024-13-45
+        raise SkillParseError("invalid_yaml", f"front matter holds a value YAML cannot build: {exc}") from exc
 
 
 #: parsed front matters kept per process, keyed by their text: forks and mirrors repeat a front matter
@@ -141,6 +169,9 @@ def _parse_header(header: str, limits: FrontMatterLimits, require_description: b
     hit = _HEADER_CACHE.get(key) if key is not None else None
     if hit is not None:
         return hit[0], hit[1], dict(hit[2])
+    if len(header) > limits.max_header_chars:
+        raise SkillParseError("front_matter_too_large", f"front matter of {len(header)} characters passes the cap "
+                                                        f"of {limits.max_header_chars}; not parsed")
     meta = _load_yaml(header)
     if not isinstance(meta, dict):
         raise SkillParseError("invalid_yaml", "front matter is not a YAML mapping")

@@ -9,6 +9,7 @@ instead of failing later with a traceback.
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -55,6 +56,9 @@ def parse_json_object(raw: bytes, where: str) -> dict | None:
         raise JsonlError(f"{where}: invalid JSON ({exc.msg}, column {exc.colno})") from None
     except RecursionError:
         raise JsonlError(f"{where}: invalid JSON (nested too deep)") from None
+    except ValueError:  # json builds an int from its digits, and Python refuses more than 4,300 of them
+        digits = sys.get_int_max_str_digits()
+        raise JsonlError(f"{where}: invalid JSON (a number of more than {digits} digits)") from None
     if not isinstance(rec, dict):
         raise JsonlError(f"{where}: expected a JSON object, got {type(rec).__name__}", "invalid_record")
     if has_lone_surrogate(rec):

@@ -11,7 +11,7 @@ query may still name a table function that changes the connection instead of rea
 refused by name (``enable_logging`` to a file, once refused by the sandbox, aborts the process).
 
 A SQL file is untrusted text, so the check is linear in its length: each statement is tokenised once,
-its tokens' byte offsets are turned into character offsets in one pass, and an ``EXPLAIN`` reads the
+its tokens' byte offsets are turned into character offsets at once, and an ``EXPLAIN`` reads the
 statement it explains from the same tokens. Nothing but a one-line refusal escapes: text that is not
 valid UTF-8 (a lone surrogate) is refused before DuckDB sees it, and an error message DuckDB cut
 inside a character (one quoting kilobytes of Chinese) is reported as unreadable.
@@ -22,6 +22,7 @@ import re
 from pathlib import Path
 
 import duckdb
+import numpy as np
 import polars as pl
 
 from skill_assets.lib.common import store
@@ -58,37 +59,32 @@ def _one_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
-def _tokens(text: str) -> list[tuple[int, object]]:
-    """``duckdb.tokenize`` with character offsets: DuckDB counts UTF-8 bytes, so a comment holding "…" or a
-    Chinese literal would shift every later offset (and run past the end of the string). One pass: only the
-    bytes between one token and the next are decoded (decoding all the bytes before every token took
-    minutes on a 1 MB file)."""
+def _tokens(text: str) -> tuple[np.ndarray, list[object]]:
+    """``duckdb.tokenize`` as (character offsets, kinds): DuckDB counts UTF-8 bytes, so a comment holding "…" or a
+    Chinese literal would shift every later offset (and run past the end of the string). Every offset is
+    converted at once from a running count of the characters begun before each byte (decoding all the
+    bytes before every token took minutes on a 1 MB file; a Python step per token took seconds)."""
     raw = text.encode("utf-8")
-    out: list[tuple[int, object]] = []
-    byte_at = char_at = 0
-    for start, kind in duckdb.tokenize(text):
-        start = min(start, len(raw))
-        while 0 < start < len(raw) and raw[start] & 0xC0 == 0x80:
-            start -= 1  # inside a character: it counts from where it starts
-        if start >= byte_at:
-            char_at += len(raw[byte_at:start].decode("utf-8"))
-        else:
-            char_at -= len(raw[start:byte_at].decode("utf-8"))
-        byte_at = start
-        out.append((char_at, kind))
-    return out
+    found = duckdb.tokenize(text)
+    starts = np.minimum(np.fromiter((start for start, _ in found), dtype=np.int64, count=len(found)), len(raw))
+    lead = (np.frombuffer(raw, dtype=np.uint8) & 0xC0) != 0x80  # the first byte of a character
+    begun = np.concatenate(([0], np.cumsum(lead)))  # characters begun before each byte
+    inside = np.zeros(len(starts), dtype=bool)  # a start inside a character counts from where that one begins
+    within = starts < len(raw)
+    inside[within] = ~lead[starts[within]]
+    return begun[starts] - inside, [kind for _, kind in found]
 
 
-def _explained(statement: str, tokens: list[tuple[int, object]]) -> str:
-    """The statement an ``EXPLAIN [(options)] [ANALYZE]`` statement explains, from its ``_tokens``."""
+def _explained(statement: str, offsets: np.ndarray) -> str:
+    """The statement an ``EXPLAIN [(options)] [ANALYZE]`` statement explains, from its token ``offsets``."""
     i = 1
-    if i < len(tokens) and statement[tokens[i][0]] == "(":
-        while i < len(tokens) and statement[tokens[i][0]] != ")":
+    if i < len(offsets) and statement[offsets[i]] == "(":
+        while i < len(offsets) and statement[offsets[i]] != ")":
             i += 1
         i += 1
-    if i < len(tokens) and statement[tokens[i][0]:tokens[i][0] + 7].upper().startswith(("ANALYZE", "ANALYSE")):
+    if i < len(offsets) and statement[offsets[i]:offsets[i] + 7].upper().startswith(("ANALYZE", "ANALYSE")):
         i += 1
-    return statement[tokens[i][0]:] if i < len(tokens) else ""
+    return statement[offsets[i]:] if i < len(offsets) else ""
 
 
 def _refusal(statement: duckdb.Statement) -> str | None:
@@ -96,16 +92,20 @@ def _refusal(statement: duckdb.Statement) -> str | None:
     if statement.type not in ALLOWED:
         return statement.type.name
     query = statement.query
-    tokens = _tokens(query)
-    for (start, kind), (after, _) in zip(tokens, tokens[1:]):
-        if kind != duckdb.token_type.string_const and after < len(query) and query[after] == "(":
-            name = _NAME.match(query, start, after)  # a name ends before the "(" that follows it
+    offsets, kinds = _tokens(query)
+    points = np.frombuffer(query.encode("utf-32-le"), dtype=np.uint32)
+    after = offsets[1:]
+    called = np.zeros(len(after), dtype=bool)  # tokens followed by a "(": the only ones that can name a call
+    called[after < len(query)] = points[after[after < len(query)]] == ord("(")
+    for i in np.flatnonzero(called).tolist():
+        if kinds[i] != duckdb.token_type.string_const:
+            name = _NAME.match(query, int(offsets[i]), int(after[i]))  # a name ends before the "(" that follows it
             function = name.group().strip('"').lower() if name else ""
             if function in CHANGING_FUNCTIONS:
                 return f"a call of {function}()"
     if statement.type == duckdb.StatementType.EXPLAIN:
         try:
-            inner = duckdb.extract_statements(_explained(query, tokens))
+            inner = duckdb.extract_statements(_explained(query, offsets))
         except _DUCKDB_ERRORS:
             inner = []
         if len(inner) != 1 or inner[0].type != duckdb.StatementType.SELECT:

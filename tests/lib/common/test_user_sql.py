@@ -8,52 +8,16 @@ again: 0.15 s at 72 KB, 21 s at 1.34 MB; a 200 KB list of "é," took 16 s, so 1 
 """
 from __future__ import annotations
 
-
 import pytest
-from hostile_inputs import MB, random_text, repeated
+from hostile_inputs import MB, SQL, repeated, sql_list
 
 from skill_assets.lib.common.user_sql import UserSqlError, checked_statements
 
 
-
-def _list(item: str, n: int) -> str:
-    return repeated(item + ",", n - 10) + "1"
-
-
-#: name -> a hostile SQL file of about n characters (built when its test runs)
-HOSTILE = {
-    "spaces": lambda n: repeated(" ", n),
-    "newlines": lambda n: repeated("\n", n),
-    "open_parens": lambda n: "SELECT " + repeated("(", n),
-    "nested_parens": lambda n: "SELECT " + "(" * (n // 2) + "1" + ")" * (n // 2),
-    "nested_calls": lambda n: "SELECT " + "abs(" * (n // 5) + "1" + ")" * (n // 5),
-    "single_quotes": lambda n: repeated("'", n),
-    "double_quotes": lambda n: repeated('"', n),
-    "unterminated_string": lambda n: "SELECT '" + repeated("é", n),
-    "unterminated_comment": lambda n: "SELECT 1 /* " + repeated("…", n),
-    "keywords": lambda n: repeated("SELECT ", n),
-    "statements": lambda n: repeated("SELECT 1;", n),
-    "explains": lambda n: repeated("EXPLAIN SELECT 1;", n),
-    "ascii_list": lambda n: "SELECT " + _list("1", n),
-    "accented_list": lambda n: "SELECT " + _list("é", n),
-    "chinese_literals": lambda n: "SELECT " + _list("'路由'", n),
-    "emoji_list": lambda n: "SELECT " + _list("😀", n),
-    "explained_list": lambda n: "EXPLAIN (FORMAT json) SELECT " + _list("é", n),
-    "calls": lambda n: "SELECT " + _list("lower('x')", n),
-    "quoted_names": lambda n: "SELECT " + _list('"é""x"', n),
-    "comment_then_query": lambda n: "-- " + repeated("哪个系统… ", n) + "\nSELECT 1",
-    "nuls": lambda n: repeated("\x00", n),
-    "query_then_nuls": lambda n: "SELECT 1" + repeated("\x00", n),
-    "lone_surrogates": lambda n: "SELECT '" + repeated("\ud800", n) + "'",
-    "random_unicode": lambda n: random_text(n, 12, surrogates=False),
-    "random_unicode_surrogates": lambda n: random_text(n, 12, surrogates=True),
-}
-
-
 @pytest.mark.timeout(120)
-@pytest.mark.parametrize("case", sorted(HOSTILE))
+@pytest.mark.parametrize("case", sorted(SQL))
 def test_hostile_sql_is_checked_or_refused_in_one_line(case):
-    sql = HOSTILE[case](MB)
+    sql = SQL[case](MB)
     try:
         statements = checked_statements(sql, "q.sql")
     except UserSqlError as exc:
@@ -64,10 +28,10 @@ def test_hostile_sql_is_checked_or_refused_in_one_line(case):
 
 #: name -> (a 1 MB file whose last statement calls a connection-changing function, that function)
 LATE_CALLS = {
-    "after_accented_list": lambda: ("SELECT " + _list("é", MB) + ", enable_logging()", "enable_logging"),
+    "after_accented_list": lambda: ("SELECT " + sql_list("é", MB) + ", enable_logging()", "enable_logging"),
     "after_chinese_comment": lambda: ("-- " + repeated("哪个… ", MB) + "\nSELECT 1 FROM checkpoint()", "checkpoint"),
-    "explained_after_literals": lambda: ("EXPLAIN ANALYZE SELECT " + _list("'路由'", MB) + ", x FROM query('SELECT 1')",
-                                         "query"),
+    "explained_after_literals": lambda: ("EXPLAIN ANALYZE SELECT " + sql_list("'路由'", MB)
+                                         + ", x FROM query('SELECT 1')", "query"),
     "after_statements": lambda: ("SELECT '…'; " * 80_000 + 'SELECT "Enable_Logging"()', "enable_logging"),
 }
 

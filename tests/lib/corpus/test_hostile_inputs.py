@@ -14,6 +14,7 @@ import shutil
 import subprocess
 import sys
 import tarfile
+import zipfile
 from pathlib import Path
 
 import duckdb
@@ -27,11 +28,12 @@ from hostile_inputs import (
     permission_denied,
     tar_gz,
     write,
+    zip_directory,
     zip_file,
 )
 
 import skill_assets.lib.corpus.ingest as ingest_mod
-from skill_assets.lib.common.archives import ArchiveLimits
+from skill_assets.lib.common.archives import ArchiveError, ArchiveLimits, extract_skill_members
 from skill_assets.lib.common.sources import SourceSpec
 from skill_assets.lib.corpus.corpus_store import dedup_in_store, ingest_into_store
 from skill_assets.lib.corpus.dedup import DedupConfig
@@ -246,19 +248,24 @@ NO_RATIO = {"max_member_bytes": 100_000, "max_total_bytes": 400_000, "max_ratio"
 _MEASURE = """
 import json, re, sys, tempfile
 from pathlib import Path
-from skill_assets.lib.common.archives import ArchiveLimits, extract_skill_members
+from skill_assets.lib.common.archives import ArchiveError, ArchiveLimits, extract_skill_members
 def peak_kb():
     return int(re.search(r"VmHWM:\\s+(\\d+) kB", Path("/proc/self/status").read_text()).group(1))
 base = peak_kb()
+rejects, error = [], None
 with tempfile.TemporaryDirectory() as dest:
-    rejects = extract_skill_members(Path(sys.argv[1]), Path(dest), "a", ArchiveLimits(**json.loads(sys.argv[2])))
+    try:
+        rejects = extract_skill_members(Path(sys.argv[1]), Path(dest), "a", ArchiveLimits(**json.loads(sys.argv[2])))
+    except ArchiveError as exc:
+        error = str(exc)
     extracted = sorted(p.relative_to(dest).as_posix() for p in Path(dest).rglob("SKILL.md"))
-print(json.dumps({"added_kb": peak_kb() - base, "rejects": rejects, "extracted": extracted}))
+print(json.dumps({"added_kb": peak_kb() - base, "rejects": rejects, "extracted": extracted, "error": error}))
 """
 
 
 def extract_in_subprocess(archive: Path, limits: dict) -> dict:
-    """Extract in a fresh process: the peak RSS the extraction added to it, its rejects, what it wrote."""
+    """Extract in a fresh process: the peak RSS the extraction added to it, its rejects, what it wrote, and
+    the ArchiveError that refused the whole archive (None when none did)."""
     done = subprocess.run([sys.executable, "-c", _MEASURE, str(archive), json.dumps(limits)],
                           capture_output=True, text=True, check=True)
     return json.loads(done.stdout)
@@ -370,3 +377,57 @@ def test_a_chain_of_headers_counts_together_against_the_header_cap(tmp_path):
     assert got["extracted"] == ["ok/SKILL.md"]
     [stop] = got["rejects"]
     assert stop["reason"] == "archive_header_too_large" and "65536" in stop["message"]
+
+
+# --- zip central directory (issue 31, finding 7) ------------------------------------------------------------------
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="peak RSS is read from /proc")
+def test_a_huge_zip_central_directory_is_refused_unread_in_bounded_memory(tmp_path):
+    """zipfile reads the whole central directory and keeps an object per entry: 500,000 empty names (a 25 MB
+    file whose end record says 65,535) took ~120 MB before a member was read. The end record is checked first."""
+    names = [f"n/{i}".encode() for i in range(500_000)]
+    archive = zip_directory(tmp_path / "many.zip", names, count=0xFFFF)
+    got = extract_in_subprocess(archive, NO_RATIO)
+    assert got["added_kb"] < MEMORY_BOUND_KB
+    assert got["error"] is not None and "refused unread" in got["error"]
+    assert "central directory of" in got["error"] and "passes the cap of 8000000" in got["error"]
+    assert got["rejects"] == [] and got["extracted"] == []
+
+
+ZIP_LIES = {
+    "count_over_the_cap": ({"count": 0xFFFF}, {"max_zip_entries": 1_000}, "65535 entries pass the cap of 1000"),
+    "count_the_directory_cannot_hold": ({"count": 0xFFFF}, {}, "more than a 168-byte central directory"),
+    "count_under_the_entries": ({"count": 1}, {}, "counts 1 entries, its central directory holds 3"),
+    "offset_past_the_end_record": ({"offset": 2**31}, {}, "runs past its end record"),
+}
+
+
+@pytest.mark.parametrize("case", ZIP_LIES)
+def test_a_zip_end_record_that_lies_is_refused_with_one_line(case, tmp_path):
+    """An end record whose entry count or directory offset disagrees with its central directory: zipfile opened
+    each of these (it follows the directory's size alone) and read whatever the directory held."""
+    claims, limits, message = ZIP_LIES[case]
+    archive = zip_directory(tmp_path / "lie.zip", [b"a/SKILL.md", b"b/SKILL.md", b"c/SKILL.md"], **claims)
+    with pytest.raises(ArchiveError, match="refused") as refused:
+        extract_skill_members(archive, tmp_path / "out", "a", ArchiveLimits(**limits))
+    assert message in str(refused.value) and "\n" not in str(refused.value)
+
+
+def test_a_zip_name_flagged_utf8_that_is_not_is_refused_with_one_line(tmp_path):
+    """zipfile decodes a name flagged UTF-8 (bit 11) strictly: a latin-1 name raised UnicodeDecodeError."""
+    archive = zip_directory(tmp_path / "name.zip", ["caf\xe9/SKILL.md".encode("latin-1")], flag_bits=0x800)
+    with pytest.raises(ArchiveError, match="cannot be opened"):
+        extract_skill_members(archive, tmp_path / "out", "a")
+
+
+def test_an_encrypted_zip_member_is_one_reject_and_the_others_extract(tmp_path):
+    """zipfile refuses an encrypted member with a bare RuntimeError: it is that member's reject row."""
+    archive = zip_file(tmp_path / "enc.zip", [("enc/SKILL.md", b"secret"), ("ok/SKILL.md", good("ok").encode())])
+    data = bytearray(archive.read_bytes())
+    entry = data.index(b"enc/SKILL.md", data.index(zipfile.stringCentralDir)) - zipfile.sizeCentralDir
+    data[entry + 8] |= 0x1  # the central directory's flag bits: encrypted
+    archive.write_bytes(data)
+    rejects = extract_skill_members(archive, tmp_path / "out", "a")
+    assert [(r["path"], r["reason"]) for r in rejects] == [("enc/SKILL.md", "unreadable")]
+    assert "encrypted" in rejects[0]["message"]
+    assert (tmp_path / "out" / "ok" / "SKILL.md").read_text() == good("ok")

@@ -13,7 +13,7 @@ import re
 from re import _parser as pattern_parser  # private, but the one place that knows a pattern's widest match
 
 import pytest
-from hostile_inputs import MB, random_text, repeated
+from hostile_inputs import MB, RATIONALES, repeated
 
 from skill_assets.lib.common.hashing import digest
 from skill_assets.lib.taxonomy import settling
@@ -23,43 +23,11 @@ from skill_assets.lib.taxonomy.rules import TAXONOMY_CLASSES, match_rules
 from skill_assets.lib.taxonomy.settling import _DISMISSED_AFTER, _NEGATION_BEFORE, reasoning_text
 
 
-
-#: name -> a hostile input of n characters (built when its test runs: 1 MB each)
-HOSTILE = {
-    "spaces": lambda n: repeated(" ", n),
-    "newlines": lambda n: repeated("\n", n),
-    "mixed_whitespace": lambda n: repeated(" \t\r\n\x0b\x0c\x1c\x85\xa0\u3000", n),
-    "label_then_spaces": lambda n: "Decision" + repeated(" ", n) + ": SKIP",
-    "label_then_stars": lambda n: "reason " + repeated("*", n) + " x",
-    "newlines_then_decision": lambda n: repeated("\n", n) + "decision: SKIP\nreason: redundant",
-    "decision_lines": lambda n: repeated("Decision: SKIP\n", n),
-    "labels": lambda n: repeated("thought: reason: 理由： ", n),
-    "brackets": lambda n: repeated("[", n),
-    "braces": lambda n: repeated("{", n),
-    "json_reason": lambda n: '{"decision": "SKIP", "reason": "' + repeated("they are redundant ", n) + '"}',
-    "tags": lambda n: repeated("<reason>", n),
-    "open_angles": lambda n: repeated("<a", n),
-    "quotes": lambda n: repeated("\"'", n),
-    "headings": lambda n: repeated("\n### ", n),
-    "turns": lambda n: repeated("but however 但 ", n),
-    "denied_hits": lambda n: repeated("not redundant ", n),
-    "dismissed_hits": lambda n: repeated("different platforms is not the issue ", n),
-    "languages": lambda n: repeated("python rust ", n),
-    "strategy": lambda n: repeated("strategy operations ", n),
-    "chinese": lambda n: repeated("不是平台不同而是受众不同 ", n),
-    "nuls": lambda n: repeated("\x00", n),
-    "lone_surrogates": lambda n: repeated("a\ud800 \udfff", n),
-    "random_unicode": lambda n: random_text(n, 31, surrogates=True),
-    "ordinary": lambda n: repeated("At first glance these look redundant, but one is for Python and the other "
-                                    "for Go, so the ecosystems do not mix. ", n),
-}
-
-
 @pytest.mark.timeout(120)
-@pytest.mark.parametrize("case", sorted(HOSTILE))
+@pytest.mark.parametrize("case", sorted(RATIONALES))
 def test_hostile_rationales_are_classified_never_raise(case):
     """The public calls on a 1 MB rationale: a label, a prompt, a key; nothing raises."""
-    text = HOSTILE[case](MB)
+    text = RATIONALES[case](MB)
     (label,) = classify_rationales([text], fallback=answers_fallback({}))
     assert label.label in TAXONOMY_CLASSES
     assert match_rules(text).label in TAXONOMY_CLASSES
@@ -69,12 +37,12 @@ def test_hostile_rationales_are_classified_never_raise(case):
 
 
 @pytest.mark.timeout(120)
-@pytest.mark.parametrize("case", sorted(HOSTILE))
+@pytest.mark.parametrize("case", sorted(RATIONALES))
 def test_reading_a_rationale_is_linear_past_the_cap(case, monkeypatch):
     """The patterns themselves, on the whole 1 MB: markup stripped, turns found, every rule hit checked
     for negation within its clause."""
     monkeypatch.setattr(settling, "MAX_RATIONALE_CHARS", None, raising=False)  # [:None] reads it all
-    text = HOSTILE[case](MB)
+    text = RATIONALES[case](MB)
     reasoning = reasoning_text(text)
     assert 0 <= reasoning.settled_from <= len(reasoning.text)
     label = settled_rule_label(reasoning)

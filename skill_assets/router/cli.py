@@ -265,15 +265,21 @@ def _log_some(head: str, entries: Sequence[object]) -> None:
         stderr_log(f"  ... and {len(entries) - MAX_REJECTED_SHOWN} more")
 
 
-def open_pool(args: argparse.Namespace) -> list[Skill]:
+def open_pool(args: argparse.Namespace, cache_dir: Path | None = None) -> list[Skill]:
     """The skills of every ``--pool`` root, by precedence (``load_pools``); the rejected entries and the skills
-    shadowed by an earlier root listed on stderr; RouteInputError on bad input."""
+    shadowed by an earlier root listed on stderr; RouteInputError on bad input. ``cache_dir``: the index cache,
+    where each folder root's manifest lets a warm start skip parsing the files that did not change
+    (``pool_manifest``); one line says how long the read took and how many files were parsed."""
     from skill_assets.lib.retrieval.pools import load_pools
+    from skill_assets.router.routing import stderr_log
 
+    t0 = time.perf_counter()
     try:
-        skills, rejected = load = load_pools(args.pool)
+        skills, rejected = load = load_pools(args.pool, cache_dir=cache_dir)
     except (FileNotFoundError, ValueError) as exc:
         raise RouteInputError(str(exc)) from None
+    stderr_log(f"pool read in {time.perf_counter() - t0:.2f}s ({load.files.parsed} files parsed, "
+               f"{load.files.unchanged} unchanged since the last read)")
     if rejected:
         _log_some(f"{len(rejected)} pool entr{'y' if len(rejected) == 1 else 'ies'} rejected:", rejected)
         if args.strict:
@@ -308,10 +314,11 @@ def open_router(args: argparse.Namespace, background: bool = False):
         raise RouteInputError("--top-k must be >= 1")
     if args.rerank_max_length is not None and args.rerank_max_length < 16:
         raise RouteInputError("--rerank-max-length must be >= 16 tokens (a query and a skill name need room)")
-    skills = open_pool(args)
     router = _router(args, args.index or args.cache_dir, reranker=args.reranker, query_prompt=args.query_prompt,
                      reranker_backend=args.reranker_backend,
                      **({"reranker_max_length": args.rerank_max_length} if args.rerank_max_length is not None else {}))
+    # a prebuilt index holds what ``index`` built (and a refused one is left as it was): no pool manifest there
+    skills = open_pool(args, None if args.index else router.cache_dir)
     if args.index:
         try:
             stderr_log(str(check_index(router, skills, Path(args.index))))
@@ -360,7 +367,7 @@ def run_route(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     routed = router.route([q["query"] for q in queries], top_k=args.top_k, rerank_depth=args.rerank_depth)
     elapsed = time.perf_counter() - t0
-    stderr_log(f"signals used: {', '.join(routed[0].signals_used)}")
+    stderr_log(f"signals used: {', '.join(routed[0].signals_used)}; routed in {elapsed:.2f}s")
     if args.query is not None:
         if routed[0].no_fit:
             print(routed[0].no_fit)

@@ -17,6 +17,9 @@ left out and listed (``PoolLoad.shadowed``), so one skill is never routed twice 
 skill keeps its id, except where an earlier root already holds the same id for a skill of another name: then
 the id is prefixed with the root's position, ``2:tools/lint``, so ids stay unique and the first root's never
 change.
+
+Given the index cache (``cache_dir``), a folder pool is read through its ``PoolManifest``: a file unchanged since
+the last read (its ``lstat`` identity) is not parsed again, which is most of a warm ``route``'s pool read.
 """
 from __future__ import annotations
 
@@ -27,10 +30,11 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from skill_assets.lib.common.frontmatter import SkillParseError
+from skill_assets.lib.common.frontmatter import ParsedSkill, SkillParseError
 from skill_assets.lib.common.hashing import normalise_name
 from skill_assets.lib.common.jsonl import JsonlError, capped_lines, parse_json_object
-from skill_assets.lib.common.skill_files import FolderReject, read_skill, walk_skill_files
+from skill_assets.lib.common.skill_files import FolderReject, read_skill, walk_skill_paths
+from skill_assets.lib.retrieval.pool_manifest import ManifestStats, PoolManifest
 
 SKILL_FILENAME = "SKILL.md"
 DEFAULT_MAX_FILE_BYTES = 1_000_000
@@ -83,6 +87,8 @@ class PoolLoad:
     skills: list[Skill] = field(default_factory=list)
     rejected: list[Rejected] = field(default_factory=list)
     shadowed: list[Shadowed] = field(default_factory=list)
+    #: a folder pool's SKILL.md files taken from its manifest unchanged, and read and parsed now
+    files: ManifestStats = field(default_factory=ManifestStats)
 
     def __iter__(self) -> Iterator:
         return iter((self.skills, self.rejected))
@@ -104,24 +110,51 @@ class _Ids:
         self.where[sid] = place
 
 
-def _load_dir(root: Path, max_file_bytes: int) -> PoolLoad:
+def _parsed(path: str, rel: str, root: Path, max_file_bytes: int, manifest: PoolManifest | None
+            ) -> ParsedSkill | SkillParseError:
+    """What one candidate file (``rel`` under ``root``) parses to: from the manifest where the file is unchanged,
+    else read now."""
+    st = None
+    if manifest is not None:
+        try:
+            st = os.lstat(path)
+        except OSError:
+            pass  # gone since the walk: read_skill says why
+        if st is not None and (found := manifest.outcome(rel, st)) is not None:
+            return found
+    try:
+        found = read_skill(Path(path), root, max_file_bytes, require_description=False)[1]
+    except SkillParseError as exc:
+        found = exc
+    if st is not None:
+        manifest.record(rel, st, found)
+    return found
+
+
+def _load_dir(root: Path, max_file_bytes: int, manifest: PoolManifest | None) -> PoolLoad:
+    """A folder pool's skills and rejects; paths are handled as strings (a pathlib object per file was a third of a
+    warm read)."""
     out = PoolLoad()
     ids = _Ids()
-    for entry in walk_skill_files(root):
+    prefix = str(root) if str(root).endswith(os.sep) else str(root) + os.sep
+    shown_from = len(prefix) if str(root) == "." else 0  # a file under "." is shown as pathlib shows it: a/SKILL.md
+    for entry in walk_skill_paths(root):
         if isinstance(entry, FolderReject):
             out.rejected.append(Rejected(str(entry.path), entry.code, entry.message))
             continue
-        rel = entry.parent.relative_to(root).as_posix()
-        sid = root.resolve().name if rel == "." else rel
-        src = str(entry)
-        try:
-            _, parsed = read_skill(entry, root, max_file_bytes, require_description=False)
-        except SkillParseError as exc:
-            out.rejected.append(Rejected(src, exc.code, exc.message))
+        rel_file, entry = entry[len(prefix):], entry[shown_from:]
+        folder = os.path.dirname(rel_file)
+        sid = folder.replace(os.sep, "/") if folder else root.resolve().name
+        parsed = _parsed(entry, rel_file, root, max_file_bytes, manifest)
+        if isinstance(parsed, SkillParseError):
+            out.rejected.append(Rejected(entry, parsed.code, parsed.message))
             continue
-        ids.claim(sid, src)
+        ids.claim(sid, entry)
         flags = () if parsed.description else (EMPTY_DESCRIPTION,)
-        out.skills.append(Skill(sid, parsed.name, parsed.description, parsed.body, src, flags))
+        out.skills.append(Skill(sid, parsed.name, parsed.description, parsed.body, entry, flags))
+    if manifest is not None:
+        manifest.save()
+        out.files = manifest.stats
     return out
 
 
@@ -178,8 +211,9 @@ def _log_flagged(load: PoolLoad, log: Callable[[str], None]) -> None:
 
 
 def load_pool(path: str | Path, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
-              log: Callable[[str], None] = _log.warning) -> PoolLoad:
+              log: Callable[[str], None] = _log.warning, cache_dir: Path | None = None) -> PoolLoad:
     """Skills from a SKILL.md directory tree or a JSONL file; bad entries go to ``rejected`` with reasons.
+    ``cache_dir``: the index cache, where a folder pool's manifest is kept (``PoolManifest``; None: no manifest).
 
     Raises FileNotFoundError for a missing pool, PoolError (a ValueError) for a duplicate id, and
     ValueError for a path that is neither kind. ``log`` gets one line about flagged skills.
@@ -188,7 +222,7 @@ def load_pool(path: str | Path, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
     if not p.exists():
         raise FileNotFoundError(f"skill pool {p} does not exist")
     if p.is_dir():
-        load = _load_dir(p, max_file_bytes)
+        load = _load_dir(p, max_file_bytes, PoolManifest(cache_dir, p, max_file_bytes) if cache_dir else None)
     elif p.suffix.lower() in (".jsonl", ".ndjson", ".json"):
         if not stat.S_ISREG(os.stat(p).st_mode):
             raise ValueError(f"skill pool {p} is not a regular file (a FIFO or device is never read)")
@@ -202,7 +236,7 @@ def load_pool(path: str | Path, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
 
 
 def load_pools(paths: Sequence[str | Path], max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
-               log: Callable[[str], None] = _log.warning) -> PoolLoad:
+               log: Callable[[str], None] = _log.warning, cache_dir: Path | None = None) -> PoolLoad:
     """The skills of several roots in precedence order, the first root winning (see the module docstring).
 
     Within one root nothing changes (``load_pool``: two skills of one name in one root are both routed, as
@@ -214,8 +248,10 @@ def load_pools(paths: Sequence[str | Path], max_file_bytes: int = DEFAULT_MAX_FI
     out, ids = PoolLoad(), _Ids()
     owner: dict[str, Skill] = {}  # normalised name -> the skill routed under it
     for position, path in enumerate(paths, 1):
-        load = load_pool(path, max_file_bytes, log)
+        load = load_pool(path, max_file_bytes, log, cache_dir)
         out.rejected += load.rejected
+        out.files.unchanged += load.files.unchanged
+        out.files.parsed += load.files.parsed
         kept_here = []
         for skill in load.skills:
             if (kept := owner.get(normalise_name(skill.name))) is not None:

@@ -15,17 +15,14 @@ Set-Compat (every needed skill in the top k) and FC@10 (every needed skill in th
 
 ``--choose`` adds the grid the merge's settings were chosen on (dev only: the whole's candidates the parts may
 lift, setup parts kept or left out). ``--test`` also scores the long-task test split, once, at the end of the work.
-Latency: a 600-word request (dev tasks joined and cut at 600 words) routed over the corpus padded with variants to
-``--pool-size`` skills (``shared_corpus.corpus_pool``), p50 over ``--latency-runs`` runs after a warm-up, whole
-and part-wise; a figure, on whatever else the cores run. Writes its section of docs/RESULTS.md and ends with
-one JSON line.
+The latency of a long request is ``bench/long_request_latency.py``'s. Writes its section of docs/RESULTS.md and ends
+with one JSON line.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
-import time
 from pathlib import Path
 
 import numpy as np
@@ -33,7 +30,7 @@ import numpy as np
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from results_doc import write_section  # noqa: E402
-from shared_corpus import add_pool_arguments, corpus_pool  # noqa: E402
+from shared_corpus import CORPUS  # noqa: E402
 
 from skill_assets.lib.common.significance import bootstrap_interval  # noqa: E402
 from skill_assets.lib.evaluation.curated_benchmark import (  # noqa: E402
@@ -53,7 +50,6 @@ from skill_assets.router.shipped_router import STYLES_REQUESTS  # noqa: E402
 
 METRICS = ("hit@1", "set_compat", "fc@10")
 TOP_K = 20
-LATENCY_WORDS = 600
 #: the grid ``--choose`` scores: (the whole's skills the parts may lift, keep the setup parts)
 GRID = [(d, setup) for d in (10, 20, 50, 100) for setup in (False, True)]
 
@@ -142,40 +138,6 @@ def choose(engine: Engine, sets: dict[str, list[Request]]) -> list[dict]:
     return rows
 
 
-def latency_request(requests: list[Request]) -> str:
-    """A 600-word task statement: English dev tasks joined (blank line between) and cut at ``LATENCY_WORDS``
-    words, keeping their lines."""
-    lines, words = [], 0
-    for r in (r for r in requests if r.lang == "en"):
-        for line in [*r.query.splitlines(), ""]:
-            take = line.split()[:LATENCY_WORDS - words]
-            lines.append(" ".join(take))
-            words += len(take)
-            if words >= LATENCY_WORDS:
-                return "\n".join(lines)
-    return "\n".join(lines)
-
-
-def latency(pool_size: int, corpus: Path, cache: Path, request: str, runs: int) -> dict:
-    """p50 / p95 ms of routing ``request`` whole and by parts over the padded pool (three warm-up runs each)."""
-    pool, _, _ = corpus_pool(corpus, pool_size)
-    router = Router.from_store(db_path=cache / "no-store.duckdb", cache_dir=cache, log=stderr_log)
-    router.index(pool)
-    out = {"pool": len(pool), "words": len(request.split()), "parts": len(task_parts(request)),
-           "cores": os.cpu_count(), "load_average": [round(x, 2) for x in os.getloadavg()]}
-    for name, fn in (("whole", lambda: Engine.route(router, [request])), ("parts", lambda: route_by_parts(router, [request]))):
-        for _ in range(3):
-            fn()
-        times = []
-        for _ in range(runs):
-            t0 = time.perf_counter()
-            fn()
-            times.append((time.perf_counter() - t0) * 1000)
-        out[f"{name}_p50_ms"] = round(float(np.percentile(times, 50)), 1)
-        out[f"{name}_p95_ms"] = round(float(np.percentile(times, 95)), 1)
-    return out
-
-
 def fmt(row: dict, m: str) -> str:
     d = row.get(f"{m}_vs_bm25")
     return f"{row[m]}" + (f" ({d[0]:+.1f} [{d[1]:+.1f}, {d[2]:+.1f}])" if d else "")
@@ -194,7 +156,7 @@ def tables(results: dict) -> str:
                 lines.append(f"| {label} | {system} | {fmt(row, 'hit@1')} | {fmt(row, 'set_compat')} | "
                              f"{fmt(row, 'fc@10')} |")
         lines.append("")
-    short = {n: v for n, v in results.items() if not n.startswith("long") and n not in ("grid", "latency")}
+    short = {n: v for n, v in results.items() if not n.startswith("long") and n != "grid"}
     lines += ["**Short dev sets** (a request of one part routes as the router does): Hit@1 / Set-Compat / FC@10 in %",
               "", "| set | requests of several parts | bm25 | router | parts |", "|---|---|---|---|---|"]
     for name, res in short.items():
@@ -208,20 +170,15 @@ def tables(results: dict) -> str:
         for row in results["grid"]:
             lines.append(f"| {row['candidates']} | {'kept' if row['setup_parts'] else 'left out'} | " + " | ".join(
                 f"{row[n]['hit@1']} / {row[n]['set_compat']} / {row[n]['fc@10']}" for n in names) + " |")
-    lat = results["latency"]
-    lines += ["", f"**Latency**: a {lat['words']}-word request ({lat['parts']} parts) over {lat['pool']} skills, "
-                  f"{lat['cores']} cores (load average {lat['load_average']}): whole p50 {lat['whole_p50_ms']} ms "
-                  f"(p95 {lat['whole_p95_ms']}), part-wise p50 {lat['parts_p50_ms']} ms (p95 {lat['parts_p95_ms']})."]
     return "\n".join(lines)
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    add_pool_arguments(ap)
+    ap.add_argument("--corpus", default=str(CORPUS), help="folder of SKILL.md files (default: the shared corpus)")
     ap.add_argument("--cache-dir", default=str(Path("~/.cache/skill-assets/bench-index").expanduser()))
     ap.add_argument("--choose", action="store_true", help="also score the grid the merge's settings were chosen on")
     ap.add_argument("--test", action="store_true", help="also score the long-task test split (once)")
-    ap.add_argument("--latency-runs", type=int, default=50)
     ap.add_argument("--no-doc", action="store_true", help="do not write docs/RESULTS.md")
     args = ap.parse_args()
     cache = Path(args.cache_dir)
@@ -236,7 +193,6 @@ def main() -> int:
         results["grid"] = choose(router, {"long dev": dev, **shorts})
     if args.test:
         results["long test"] = score_long(router, long_split("test"))
-    results["latency"] = latency(args.pool_size, Path(args.corpus), cache, latency_request(dev), args.latency_runs)
     if not args.no_doc:
         flags = "".join(f" {f}" for f, on in (("--choose", args.choose), ("--test", args.test)) if on)
         write_section("long-tasks", f"`bench/long_tasks.py{flags}`; pool: {len(skills)} corpus skills; part-wise "

@@ -21,6 +21,13 @@ from skill_assets.lib.retrieval.threads import request_threads, search_threads
 
 EMBEDDER_MAX_SEQ = 256   # what the embedders are trained with (TrainingSettings.max_seq_length)
 QUERY_CHUNK_CHARS = 1000  # a request piece the bi-encoder reads whole (~256 tokens of English)
+#: request pieces encoded per call: one. A batch is padded to its longest piece, and a long task statement's pieces
+#: range from 14 to 269 tokens (the 24 pieces of a 600-word request and its parts took 3,775 ms in one batch, one
+#: thread, load average 2); one at a time none is padded, a stop is seen between pieces (each ~0.1 s), and a piece's
+#: embedding does not depend on what else the call holds. A 600-word request by parts over 10,000 skills (load
+#: average ~5.7, runs alternating): p50 1,754 and 1,820 ms with four texts of like length per call, 1,577 and
+#: 1,635 ms one piece at a time (``bench/long_request_latency.py``)
+QUERY_GROUP = 1
 
 
 def device() -> str:
@@ -117,15 +124,17 @@ class DenseIndex:
     def _store(self) -> EmbeddingStore:
         return EmbeddingStore(self.cache_dir / self.fingerprint)
 
-    def scores(self, queries: list[str], matrix: np.ndarray | None = None) -> np.ndarray:
+    def scores(self, queries: list[str], matrix: np.ndarray | None = None,
+               checkpoint: Callable[[], None] = lambda: None) -> np.ndarray:
         """(queries, pool) cosine against ``matrix`` (default: ``self.matrix``); a long query scores by its best
-        piece of ``QUERY_CHUNK_CHARS``."""
+        piece of ``QUERY_CHUNK_CHARS``. ``checkpoint()`` is called before each piece is encoded."""
         matrix = self.matrix if matrix is None else matrix
         if matrix is None:
             raise RuntimeError("call index(skills) before routing")
         with request_threads(len(queries)):
             emb, starts = chunk_embeddings([self.query_prompt + q.strip() for q in queries],
-                                           lambda texts: self.encode(texts, batch_size=64), QUERY_CHUNK_CHARS)
+                                           lambda texts: self.encode(texts, batch_size=64), QUERY_CHUNK_CHARS,
+                                           QUERY_GROUP, checkpoint)
         with search_threads(len(emb)):
             return best_piece(emb @ matrix.T, starts)
 

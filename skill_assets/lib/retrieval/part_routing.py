@@ -44,10 +44,6 @@ from skill_assets.lib.retrieval.task_parts import need_parts, task_parts
 
 #: how many of the whole request's fused skills the parts may lift: the fusion's own candidate depth
 CANDIDATES = 50
-#: texts scored in one call: the bi-encoder pads a batch to its longest text, so a 600-word request's pieces and its
-#: short parts in one call took twice the time of scoring them four texts of like length at a time (2.1 s against
-#: 1.0 s on two busy cores; one or eight at a time no faster)
-GROUP = 4
 #: a probability kept off 0 and 1, so that its logit (the fused-score scale) stays finite
 _EPS = 1e-9
 
@@ -62,7 +58,9 @@ def route_by_parts(engine: Engine, queries: list[str], top_k: int = 20, cap: int
 
     ``candidates`` (how many of the whole's skills the parts may lift) and ``setup_parts`` (keep the parts a section
     label marks as setting, which ``need_parts`` leaves out) are what ``bench/long_tasks.py`` varies; the defaults
-    are the settings chosen on dev. ``checkpoint()`` is called before each group of texts is scored (``serve``)."""
+    are the settings chosen on dev. The whole requests and all their parts are scored in one call per signal (each
+    encoder reads them piece by piece: ``dense.QUERY_GROUP``); ``checkpoint()`` is called between the pieces and
+    the stages (``serve``)."""
     if top_k < 1:
         raise ValueError("top_k must be >= 1")
     route_whole = route_whole or (lambda texts: engine.route(texts, top_k=top_k, cap=cap))
@@ -74,23 +72,12 @@ def route_by_parts(engine: Engine, queries: list[str], top_k: int = 20, cap: int
     if whole_only := [i for i in range(len(queries)) if i not in split]:
         out.update(zip(whole_only, route_whole([queries[i] for i in whole_only])))
     pool = engine.pool  # one index for the whole call, whatever a background build publishes meanwhile
-    fused = iter(_fused_by_length(engine, [t for i, parts in split.items() for t in (queries[i], *parts)], pool,
-                                  checkpoint))
+    fused = iter(engine.fused([t for i, parts in split.items() for t in (queries[i], *parts)], checkpoint=checkpoint,
+                              pool=pool))
     for i, parts in split.items():
         whole = next(fused)
         out[i] = _merged(engine, queries[i], whole, [next(fused) for _ in parts], top_k, cap, candidates, pool)
     return [out[i] for i in range(len(queries))]
-
-
-def _fused_by_length(engine: Engine, texts: list[str], pool: PoolIndex, checkpoint: Callable[[], None]
-                     ) -> list[Fused]:
-    """``engine.fused`` of every text, scored ``GROUP`` texts of like length at a time, in ``texts`` order."""
-    out: dict[int, Fused] = {}
-    by_length = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-    for start in range(0, len(by_length), GROUP):
-        group = by_length[start:start + GROUP]
-        out.update(zip(group, engine.fused([texts[i] for i in group], checkpoint=checkpoint, pool=pool)))
-    return [out[i] for i in range(len(texts))]
 
 
 def _merged(engine: Engine, query: str, whole: Fused, parts: Sequence[Fused], top_k: int, cap: int | None,

@@ -4,9 +4,11 @@ Skill folders change while an agent runs; without this a new, edited or deleted 
 A background thread looks at the pool roots every ``POLL_SECONDS`` (each ``SKILL.md``'s, or a JSONL pool's, mtime
 and size: stdlib only, the same candidates ingest walks) and, once they have been quiet for ``QUIET_SECONDS`` (an
 editor or a ``git pull`` writes several files in a burst; indexing each write would only be stopped by the next),
-reloads the pool and hands it to ``Engine.start_index``. Its content-keyed cache encodes only skills whose text
-changed, and routing reads the published index once per call, so answers go on over the old index until the new
-one is published.
+reloads the pool and hands it to ``Engine.start_index``. Only what changed is redone: the pool's manifest re-parses
+only files whose identity changed (``load_pools`` with the index cache), the engine tokenizes only new documents for
+BM25 and its content-keyed cache encodes only skills whose text changed. Routing reads the published index once per
+call and the engine keeps the full index it replaces published until the new full one is built, so answers go on,
+with every signal, over the old pool until the new one replaces it in one assignment.
 
 A skill whose new text is rejected (front matter removed, unparseable) is not dropped: the version last indexed
 stays routed and one line names the file and the reason, so a half-finished edit never takes a skill away. A
@@ -15,6 +17,7 @@ reload that fails as a whole (a root gone, a duplicate id, no skill left) keeps 
 from __future__ import annotations
 
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -27,9 +30,15 @@ from skill_assets.router.routing import Router, stderr_log
 
 #: seconds between two looks at the pool
 POLL_SECONDS = 1.0
-#: seconds without a change before a reload: with ``POLL_SECONDS`` and a re-index of a few changed skills, an edit
-#: is routed within 5 s of the last write
-QUIET_SECONDS = 2.0
+#: seconds without a write before a reload: a burst of writes (an editor's save, a ``git pull``) is over within it.
+#: Counted from the newest changed file's mtime (a removed one's folder's), so a change already this quiet when a look
+#: finds it is reloaded at that look: with ``POLL_SECONDS`` a reload begins 0.5 to 1.5 s after the last write
+QUIET_SECONDS = 0.5
+
+#: the interpreter's thread switch interval while a reload runs (Python's default: 5 ms). A reload is mostly
+#: pure-Python work (parsing, tokenizing) beside calls whose encoders release the GIL at every step and wait to take
+#: it back: at the default each of those waits could last the whole interval
+RELOAD_SWITCH_SECONDS = 0.0005
 
 #: each watched file's path and (mtime in ns, size)
 Snapshot = dict[str, tuple[int, int]]
@@ -54,14 +63,36 @@ def snapshot(roots: Sequence[str | Path]) -> Snapshot:
     return state
 
 
+def differing(a: Snapshot, b: Snapshot) -> list[str]:
+    """The files added, removed or changed between two snapshots."""
+    return [path for path in a.keys() | b.keys() if a.get(path) != b.get(path)]
+
+
+def removed_at(path: str) -> float | None:
+    """When ``path`` was removed, as far as the files say: the mtime of the nearest folder above it that is left (a
+    removal sets its folder's mtime); None where none can be read."""
+    folder = os.path.dirname(path)
+    while True:
+        try:
+            return os.stat(folder).st_mtime_ns / 1e9
+        except FileNotFoundError:
+            if os.path.dirname(folder) == folder:
+                return None
+            folder = os.path.dirname(folder)
+        except OSError:
+            return None
+
+
 class PoolWatcher:
     """Reloads ``roots`` into ``router`` when their files change: ``poll()`` is one look (debounced), ``reload()``
     one reload now, ``start()`` / ``stop()`` the background thread that polls."""
 
     def __init__(self, router: Router, roots: Sequence[str | Path], log: Callable[[str], None] = stderr_log,
-                 quiet: float = QUIET_SECONDS, clock: Callable[[], float] = time.monotonic) -> None:
+                 quiet: float = QUIET_SECONDS, clock: Callable[[], float] = time.monotonic,
+                 wall: Callable[[], float] = time.time) -> None:
+        """``clock``: the time the quiet is counted on; ``wall``: the time files' mtimes are read against."""
         self.router, self.roots, self.log = router, list(roots), log
-        self.quiet, self.clock = quiet, clock
+        self.quiet, self.clock, self.wall = quiet, clock, wall
         self._indexed = snapshot(self.roots)   # the files as the published pool was loaded from them
         self._seen = self._indexed             # the files at the last look
         self._changed_at: float | None = None  # when the last look found them changed
@@ -75,22 +106,44 @@ class PoolWatcher:
         whether it reloaded."""
         now, current = self.clock(), snapshot(self.roots)
         if current != self._seen:
-            self._seen, self._changed_at = current, now
-            return False
+            self._changed_at = now - self._quiet_for(current)
+            self._seen = current
         if current == self._indexed or self._changed_at is None or now - self._changed_at < self.quiet:
             return False
+        changed = len(differing(current, self._indexed))
+        self.log(f"watch: {changed} file{'s' * (changed != 1)} changed; reloading the pool")
         self.reload(current)
         return True
+
+    def _quiet_for(self, current: Snapshot) -> float:
+        """Seconds since the newest write to the files changed since the last look, by their mtimes (a removed file's:
+        its nearest folder left, whose mtime the removal set); 0 where an mtime lies ahead (a clock set otherwise) or
+        none is left. A copy that keeps old mtimes looks quiet at once: reloaded mid-way, it is reloaded again once
+        the rest is seen."""
+        written = [current[path][0] / 1e9 if path in current else removed_at(path)
+                   for path in differing(current, self._seen)]
+        if None in written:
+            return 0.0
+        return max(0.0, self.wall() - max(written))
 
     def reload(self, files: Snapshot | None = None) -> bool:
         """Load the pool now and index it (returns once the full index is published: only changed skills are
         encoded); ``files``: the snapshot it is loaded as (default: taken now). Returns whether the pool was
-        replaced; on failure the served pool stays, and one line says why."""
+        replaced; on failure the served pool stays, and one line says why. Calls answered meanwhile take the GIL
+        back sooner (``RELOAD_SWITCH_SECONDS``)."""
+        switch = sys.getswitchinterval()
+        sys.setswitchinterval(RELOAD_SWITCH_SECONDS)
+        try:
+            return self._reload(files)
+        finally:
+            sys.setswitchinterval(switch)
+
+    def _reload(self, files: Snapshot | None) -> bool:
         self._indexed = self._seen = files if files is not None else snapshot(self.roots)
         self._changed_at = None
         old = self.router.skill_by_id
         try:
-            load = load_pools(self.roots, log=self.log)
+            load = load_pools(self.roots, log=self.log, cache_dir=self.router.cache_dir)
         except (OSError, ValueError) as exc:
             self.log(f"watch: the pool was not reloaded ({exc}); the last indexed pool stays served")
             return False
@@ -106,11 +159,15 @@ class PoolWatcher:
         try:
             stats = self._build.wait()
         except Exception as exc:  # noqa: BLE001 -- the engine logged it; answers go on over what it published
-            self.log(f"watch: pool reloaded ({added} added, {changed} changed, {removed} removed; {len(skills)} "
-                     f"skills), but its full index was not built: {type(exc).__name__}: {exc}")
-            return True
+            # the engine published the new pool's BM25 index only where no full index was published before it
+            published = self.router.pool.skills == tuple(skills)
+            self.log(f"watch: the pool's full index was not built ({type(exc).__name__}: {exc}): "
+                     + (f"its {len(skills)} skills are routed by BM25 alone" if published
+                        else "the last indexed pool stays served"))
+            return published
         self.log(f"watch: pool reloaded: {added} added, {changed} changed, {removed} removed; {len(skills)} skills, "
-                 f"{stats.encoded} documents encoded, {stats.cached} cached")
+                 f"{stats.encoded} documents encoded, {stats.cached} cached; SKILL.md files parsed: {load.files.parsed} "
+                 f"({load.files.unchanged} unchanged)")
         return True
 
     def _kept(self, skills: list[Skill], rejected: Sequence[Rejected]) -> list[Skill]:
@@ -137,6 +194,9 @@ class PoolWatcher:
         return self
 
     def _run(self) -> None:
+        if "bm25" in self.router.signals:
+            self.router.keep_lexical_tokens()  # the first reload then tokenizes only what changed
+        self.log(f"watch: following {len(self._indexed):,} files under {len(self.roots)} pool root(s)")
         while not self._stopping.wait(POLL_SECONDS):
             try:
                 self.poll()

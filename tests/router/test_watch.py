@@ -6,8 +6,11 @@ test of the background thread polls for the new state with a generous bound, a h
 """
 from __future__ import annotations
 
+import functools
 import json
+import os
 import shutil
+import threading
 import time
 from pathlib import Path
 
@@ -16,7 +19,10 @@ import pytest
 from mcp import Client
 
 from skill_assets.lib.common.bundled_models import bundled_minilm
+from skill_assets.lib.retrieval import lexical
+from skill_assets.lib.retrieval.lexical import LexicalIndex
 from skill_assets.lib.retrieval.pools import load_pool
+from skill_assets.lib.retrieval.signals import SIGNALS, lexical_document
 from skill_assets.router import Router
 from skill_assets.router.serve import build_server
 from skill_assets.router.watch import PoolWatcher
@@ -43,20 +49,32 @@ def write_skill(pool: Path, sid: str, name: str, description: str, body: str) ->
     return path
 
 
-@pytest.fixture
-def served(tmp_path):
-    """(router over the tiny pool, its watcher, the pool folder, the log lines)."""
+def watched(tmp_path: Path, router: Router, logs: list[str]):
+    """(``router`` over the tiny pool, its watcher, the pool folder, the log lines), the watcher stopped after."""
     pool = tmp_path / "pool"
     for sid, fields in SKILLS.items():
         write_skill(pool, sid, *fields)
-    logs: list[str] = []
-    router = Router(bundled_minilm(), cache_dir=tmp_path / "cache", log=logs.append)
     skills, rejected = load_pool(pool)
     assert not rejected
     router.index(skills)
     watcher = PoolWatcher(router, [pool], log=logs.append)
     yield router, watcher, pool, logs
     watcher.stop()
+
+
+@pytest.fixture
+def served(tmp_path):
+    """The bi-encoder alone: the bundled MiniLM."""
+    logs: list[str] = []
+    yield from watched(tmp_path, Router(bundled_minilm(), cache_dir=tmp_path / "cache", log=logs.append), logs)
+
+
+@pytest.fixture
+def served_hybrid(tmp_path):
+    """Routed as ``serve`` routes: the shipped router (BM25, dense, multilingual, the fusion)."""
+    logs: list[str] = []
+    router = Router.from_store(db_path=tmp_path / "missing.duckdb", cache_dir=tmp_path / "cache", log=logs.append)
+    yield from watched(tmp_path, router, logs)
 
 
 def top(router: Router, query: str) -> str:
@@ -133,7 +151,8 @@ def test_a_broken_edit_keeps_the_last_good_version_and_says_why(served):
 def test_poll_reloads_only_once_the_pool_has_been_quiet(served):
     router, _, pool, logs = served
     now = [0.0]
-    watcher = PoolWatcher(router, [pool], log=logs.append, quiet=2.0, clock=lambda: now[0])
+    # the files' mtimes read against a wall clock at 0: the quiet is counted from when a look found the change
+    watcher = PoolWatcher(router, [pool], log=logs.append, quiet=2.0, clock=lambda: now[0], wall=lambda: 0.0)
     assert not watcher.poll()  # nothing changed
     write_skill(pool, "sourdough", "sourdough", "Feed a sourdough starter and bake bread with it.", "Bake it.")
     assert not watcher.poll()  # a change seen: the quiet starts
@@ -144,9 +163,29 @@ def test_poll_reloads_only_once_the_pool_has_been_quiet(served):
     assert not watcher.poll() and "sourdough" not in router.ids
     now[0] = 3.5
     assert watcher.poll()
+    assert "watch: 2 files changed; reloading the pool" in logs
     assert {"sourdough", "sourdough-2"} <= set(router.ids)
     now[0] = 10.0
     assert not watcher.poll()  # nothing new since
+
+
+def test_a_change_already_quiet_by_its_mtime_is_reloaded_at_the_look_that_finds_it(served):
+    router, _, pool, logs = served
+    now = [100.0]
+    watcher = PoolWatcher(router, [pool], log=logs.append, quiet=2.0, clock=lambda: now[0], wall=lambda: 1_000.0)
+    path = write_skill(pool, "sourdough", "sourdough", "Feed a sourdough starter and bake bread with it.", "Bake it.")
+    os.utime(path, (998.5, 998.5))  # written 1.5 s before the look: not yet quiet
+    assert not watcher.poll() and "sourdough" not in router.ids
+    os.utime(path, (997.0, 997.0))  # written 3 s before the look: quiet already, reloaded now
+    assert watcher.poll() and "sourdough" in router.ids
+    shutil.rmtree(pool / "pdf-forms")  # a removal's time is its folder's mtime
+    os.utime(pool, (999.0, 999.0))
+    assert not watcher.poll() and "pdf-forms" in router.ids
+    now[0] = 101.0  # quiet 2 s since the removal
+    assert watcher.poll() and "pdf-forms" not in router.ids
+    shutil.rmtree(pool / "git-bisect")
+    os.utime(pool, (997.0, 997.0))
+    assert watcher.poll() and "git-bisect" not in router.ids
 
 
 def test_the_background_thread_picks_up_a_new_skill(served):
@@ -158,3 +197,58 @@ def test_the_background_thread_picks_up_a_new_skill(served):
     while "sourdough" not in router.ids and time.monotonic() < deadline:
         time.sleep(0.2)
     assert top(router, SOURDOUGH) == "sourdough"
+
+
+def test_a_reindex_answers_over_the_old_full_index_until_the_new_one_is_published(served_hybrid, monkeypatch):
+    router, watcher, pool, logs = served_hybrid
+    assert router.ready_signals == SIGNALS
+    reached, release = threading.Event(), threading.Event()
+
+    def held() -> None:  # the new pool's encoding waits here: the re-index is caught midway, not by timing
+        reached.set()
+        release.wait()
+
+    monkeypatch.setattr(router, "start_index", functools.partial(router.start_index, hold=held))
+    write_skill(pool, "sourdough", "sourdough", "Feed a sourdough starter and bake bread with it.",
+                "Feed the starter flour and water daily; bake the loaf once it doubles.")
+    reloading = threading.Thread(target=watcher.reload)
+    reloading.start()
+    try:
+        assert reached.wait(HANG_GUARD_S)
+        (during,) = router.route([SOURDOUGH], top_k=3)
+        assert during.signals_used == SIGNALS  # never BM25 alone while the new pool's indexes build
+        assert "sourdough" not in [r.skill_id for r in during.ranking] and "sourdough" not in router.ids
+    finally:
+        release.set()
+        reloading.join(HANG_GUARD_S)
+    (after,) = router.route([SOURDOUGH], top_k=3)
+    assert after.signals_used == SIGNALS and after.ranking[0].skill_id == "sourdough"
+    assert any("answering with the full index it replaces" in line for line in logs), logs
+
+
+def test_a_reindex_tokenizes_only_the_changed_document_and_scores_as_a_fresh_build(served_hybrid, monkeypatch):
+    router, watcher, pool, _ = served_hybrid
+    tokenized: list[str] = []
+    real = lexical.lexical_tokens
+    monkeypatch.setattr(lexical, "lexical_tokens", lambda text: tokenized.append(text) or real(text))
+    write_skill(pool, "pdf-forms", "pdf-forms", "Merge several PDF files into one.", "Use pypdf's writer.")
+    assert watcher.reload()
+    edited = lexical_document(router.skill_by_id["pdf-forms"])
+    assert tokenized == [edited]
+    queries = ["merge PDF files", "docker compose network", SOURDOUGH]
+    fresh, _ = LexicalIndex.build_or_load([lexical_document(s) for s in router.skills])
+    assert (router.pool.lexical.scores(queries) == fresh.scores(queries)).all()
+
+
+def test_a_reindex_whose_encoding_fails_keeps_the_old_pool_served_and_says_so(served_hybrid, monkeypatch):
+    router, watcher, pool, logs = served_hybrid
+
+    def disk_full() -> None:  # the fault: the new pool's encoding fails before any document
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(router, "start_index", functools.partial(router.start_index, hold=disk_full))
+    write_skill(pool, "sourdough", "sourdough", "Feed a sourdough starter and bake bread with it.", "Bake it.")
+    assert not watcher.reload()
+    assert "sourdough" not in router.ids and router.ready_signals == SIGNALS
+    assert logs[-1] == ("watch: the pool's full index was not built (OSError: [Errno 28] No space left on device): "
+                        "the last indexed pool stays served"), logs[-3:]

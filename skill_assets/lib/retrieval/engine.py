@@ -33,7 +33,7 @@ from skill_assets.lib.retrieval.dense import DenseIndex
 from skill_assets.lib.retrieval.document_cache import IndexStats
 from skill_assets.lib.retrieval.encoding import encode_side_by_side
 from skill_assets.lib.retrieval.fusion import DEFAULT_DEPTH, Candidates, FusionModel, candidates
-from skill_assets.lib.retrieval.lexical import LexicalIndex
+from skill_assets.lib.retrieval.lexical import DocumentTokens, LexicalIndex
 from skill_assets.lib.retrieval.multilingual import USE_MULTILINGUAL, MultilingualEncoder, MultilingualIndex
 from skill_assets.lib.retrieval.pool_index import ENCODERS, IndexBuild, IndexStopped, PoolIndex
 from skill_assets.lib.retrieval.pools import Skill
@@ -111,6 +111,7 @@ class Engine:
         self._pool: PoolIndex | None = None
         self._publishing = threading.Lock()
         self._generation = 0
+        self._lexical_tokens = DocumentTokens()  # a re-index tokenizes only new documents
         self._build: IndexBuild | None = None
 
     # ---- the models
@@ -158,7 +159,9 @@ class Engine:
         background thread, before returning, or ``"skip"``: not at all); returns the build's handle.
 
         In the background a pool already cached is only loaded, and the full index is published once the request
-        encoders are loaded too (seconds): until then answers are lexical. Without the ``bm25`` signal there is
+        encoders are loaded too (seconds): until then answers are lexical, unless a full index is published already
+        (a re-index: ``serve --watch``): then it answers until the new full one replaces it, so a re-index never
+        drops the answers to BM25 alone. Without the ``bm25`` signal there is
         nothing to answer with early, so the encoders run before this returns. ``hold()`` runs in the background
         thread before any encoding (a test keeps the lexical phase open with it, without depending on timing)."""
         t0 = time.perf_counter()
@@ -181,9 +184,10 @@ class Engine:
         if "bm25" not in self.signals:
             encoders = "now"
         else:
-            lexical, _ = LexicalIndex.build_or_load(lexical_docs, self.cache_dir, self.log)
+            lexical, _ = LexicalIndex.build_or_load(lexical_docs, self.cache_dir, self.log, self._lexical_tokens)
             pool = replace(pool, lexical=lexical)
-            self._publish(pool, generation)
+            if encoders == "skip" or not self.complete:
+                self._publish(pool, generation)
         build = self._build = IndexBuild(time.perf_counter() - t0)
         if encoders == "skip":
             build._finish(IndexStats(len(skills), 0, 0, build.lexical_seconds), complete=False)
@@ -193,12 +197,19 @@ class Engine:
             self._encode_and_publish(pool, shard_size, generation, build, t0, hold, warm=False)
             build.wait()  # raises the build's error here
         else:
-            self.log(f"lexical index ready in {build.lexical_seconds:.1f}s: answering with bm25 while the "
+            answering = "bm25" if self._pool is pool else "the full index it replaces"
+            self.log(f"lexical index ready in {build.lexical_seconds:.1f}s: answering with {answering} while the "
                      f"{' and '.join(self.encoded_signals())} indexes build")
             build._thread = threading.Thread(target=self._encode_and_publish, name="skill-assets-index",
                                              args=(pool, shard_size, generation, build, t0, hold, True), daemon=True)
             build._thread.start()
         return build
+
+    def keep_lexical_tokens(self) -> None:
+        """Tokenize the published pool's BM25 documents now and keep them, so that the next index of a changed pool
+        tokenizes only its new documents (``serve --watch``): a BM25 index loaded from the cache kept none."""
+        pool = self.pool
+        self._lexical_tokens.ids([lexical_document(s) for s in pool.skills], pool.copy_keys)
 
     def encoded_signals(self) -> list[str]:
         """What the encoders build: the dense index always (the cut's copies and cosines, the bi-encoder path),
@@ -319,7 +330,8 @@ class Engine:
         """``{signal: (queries, pool) scores}`` for ``signals`` (default: every configured one), each over the whole
         query; a signal whose index is still being built raises.
 
-        ``checkpoint()`` is called before each signal: a caller whose client has gone raises there (``serve``)."""
+        ``checkpoint()`` is called before each signal and, inside the encoders, before each piece of a long query is
+        encoded: a caller whose client has gone raises there (``serve``)."""
         pool = pool or self.pool
         signals = tuple(signals or self.signals)
         if missing := [s for s in signals if not pool.has(s)]:
@@ -328,13 +340,13 @@ class Engine:
         with request_threads(len(queries)):
             if "dense" in signals:
                 checkpoint()
-                out["dense"] = self.dense.scores(queries, pool.dense)
+                out["dense"] = self.dense.scores(queries, pool.dense, checkpoint)
             if "bm25" in signals:
                 checkpoint()
                 out["bm25"] = pool.lexical.scores(queries)
             if "multilingual" in signals:
                 checkpoint()
-                out["multilingual"] = pool.multilingual.scores(queries)
+                out["multilingual"] = pool.multilingual.scores(queries, checkpoint)
         return out
 
     def signal_versions(self) -> dict[str, str]:

@@ -9,7 +9,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 from skill_assets.lib.common.bundled_models import bundled_minilm  # noqa: E402
 from skill_assets.lib.retrieval.engine import Engine  # noqa: E402
 from skill_assets.lib.retrieval.fusion_training import load_router_model  # noqa: E402
-from skill_assets.lib.retrieval.part_routing import route_by_parts  # noqa: E402
+from skill_assets.lib.retrieval.part_routing import MAX_PARTS, route_by_parts  # noqa: E402
 from skill_assets.lib.retrieval.signals import SIGNALS  # noqa: E402
 from skill_assets.lib.retrieval.task_parts import need_parts, task_parts  # noqa: E402
 from skill_assets.router import Router  # noqa: E402
@@ -55,6 +55,24 @@ def test_a_request_of_one_part_routes_exactly_as_before(fused):
         assert [r.skill_id for r in got.ranking] == [r["skill_id"] for r in want["ranking"]]
         assert got.selected == want["selected"]
         assert [r.score for r in got.ranking] == pytest.approx([r["score"] for r in want["ranking"]], abs=1e-4)
+
+
+def test_a_request_of_more_parts_than_a_task_statement_has_routes_whole(fused):
+    """A paste of many steps costs one encoding per part and is no task statement: it is routed as the engine does."""
+    steps = "\n".join(f"{n}. The web container and the database container number {n} cannot reach each other by "
+                      "service name in our compose project." for n in range(1, MAX_PARTS + 6))
+    assert len(need_parts(task_parts(steps))) > MAX_PARTS
+    fewer = "\n".join(steps.splitlines()[:4])
+    assert 1 < len(need_parts(task_parts(fewer))) <= MAX_PARTS
+    routed_whole: list[str] = []
+
+    def whole(texts: list[str]):
+        routed_whole.extend(texts)
+        return fused.route(texts, top_k=5)
+
+    got = route_by_parts(fused, [fewer, steps], top_k=5, route_whole=whole)
+    assert routed_whole == [steps]
+    assert got[1].as_dict() == fused.route([steps], top_k=5)[0].as_dict()
 
 
 def test_the_merge_puts_each_parts_best_skill_in_the_top_k(fused):

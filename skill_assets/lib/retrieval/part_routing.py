@@ -44,6 +44,10 @@ from skill_assets.lib.retrieval.task_parts import need_parts, task_parts
 
 #: how many of the whole request's fused skills the parts may lift: the fusion's own candidate depth
 CANDIDATES = 50
+#: the most parts a request is routed by: the hand-written task statements have at most 13 need parts and a 600-word
+#: one 24; a paste of many more (a 20,000-character log made about 60) is no task statement the merge was chosen on,
+#: and scoring each part costs one encoding (that paste took 44 s of wall time by parts), so it is routed whole
+MAX_PARTS = 24
 #: a probability kept off 0 and 1, so that its logit (the fused-score scale) stays finite
 _EPS = 1e-9
 
@@ -53,8 +57,9 @@ def route_by_parts(engine: Engine, queries: list[str], top_k: int = 20, cap: int
                    route_whole: Callable[[list[str]], list[RoutedRequest]] | None = None,
                    checkpoint: Callable[[], None] = lambda: None) -> list[RoutedRequest]:
     """``Engine.route`` for requests that may be long task statements: each request of several parts is scored
-    whole and part by part and merged (the module's docstring); every other request is routed by ``route_whole``
-    (default ``engine.route``; ``Router.route``, which routes through here, passes the engine's own).
+    whole and part by part and merged (the module's docstring); every other request (one part, or more than
+    ``MAX_PARTS``) is routed by ``route_whole`` (default ``engine.route``; ``Router.route``, which routes through
+    here, passes the engine's own).
 
     ``candidates`` (how many of the whole's skills the parts may lift) and ``setup_parts`` (keep the parts a section
     label marks as setting, which ``need_parts`` leaves out) are what ``bench/long_tasks.py`` varies; the defaults
@@ -66,6 +71,7 @@ def route_by_parts(engine: Engine, queries: list[str], top_k: int = 20, cap: int
     route_whole = route_whole or (lambda texts: engine.route(texts, top_k=top_k, cap=cap))
     split = {i: task_parts(q) for i, q in enumerate(queries)}
     split = {i: parts if setup_parts else need_parts(parts) for i, parts in split.items() if len(parts) > 1}
+    split = {i: parts for i, parts in split.items() if len(parts) <= MAX_PARTS}
     if not split or engine.fusion is None or not engine.complete:
         return route_whole(queries)
     out: dict[int, RoutedRequest] = {}

@@ -37,7 +37,7 @@ from results_doc import write_section
 from shared_corpus import CORPUS
 
 from skill_assets.lib.common import store
-from skill_assets.lib.common.sources import SourceSpec
+from skill_assets.lib.corpus.sources import SourceSpec
 from skill_assets.lib.corpus.corpus_store import dedup_in_store, ingest_into_store
 from skill_assets.lib.corpus.dedup import DedupConfig, deduplicate, near_duplicate_pairs
 from skill_assets.lib.corpus.minhash import shingle_hashes

@@ -29,7 +29,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 from results_doc import write_section  # noqa: E402
 from shared_corpus import CORPUS  # noqa: E402
 
-from skill_assets.lib.common.bundled_models import bundled_minilm  # noqa: E402
+from skill_assets.lib.models.bundled_models import bundled_minilm  # noqa: E402
 from skill_assets.lib.evaluation.curated_benchmark import load_requests  # noqa: E402
 from skill_assets.lib.retrieval.defaults import shipped_router  # noqa: E402
 from skill_assets.lib.retrieval.fusion import fit  # noqa: E402

@@ -35,14 +35,14 @@ from shared_corpus import CORPUS
 
 from skill_assets.defs.resources import ModelSettings
 from skill_assets.lib.common import store
-from skill_assets.lib.common.embedding_cache import (
+from skill_assets.lib.models.embedding_cache import (
     model_fingerprint,
     progress_reporter,
     refresh_embeddings,
 )
-from skill_assets.lib.common.encoder_backends import BACKENDS, backend_key, choose_encoder
-from skill_assets.lib.common.skill_text import ENCODER_CAPS, skill_document
-from skill_assets.lib.common.sources import SourceSpec
+from skill_assets.lib.models.encoder_backends import BACKENDS, backend_key, choose_encoder
+from skill_assets.lib.core.skill_text import ENCODER_CAPS, skill_document
+from skill_assets.lib.corpus.sources import SourceSpec
 from skill_assets.lib.corpus.corpus_store import dedup_in_store, ingest_into_store
 from skill_assets.lib.corpus.dedup import DedupConfig
 

@@ -44,8 +44,8 @@ from pathlib import Path
 from hostile_texts import FRONT_MATTER, QUERY_FILES, RATIONALES, SQL, Builders
 from results_doc import write_section
 
-from skill_assets.lib.common.frontmatter import DEFAULT_LIMITS, SkillParseError, parse_skill_markdown
-from skill_assets.lib.common.user_sql import UserSqlError, checked_statements
+from skill_assets.lib.core.frontmatter import DEFAULT_LIMITS, SkillParseError, parse_skill_markdown
+from skill_assets.user_sql import UserSqlError, checked_statements
 from skill_assets.lib.taxonomy import settling
 from skill_assets.lib.taxonomy.classify import classify_rationales, settled_rule_label
 from skill_assets.lib.taxonomy.llm_fallback import answers_fallback, parse_llm_label

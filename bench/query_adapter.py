@@ -31,7 +31,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 from results_doc import write_section  # noqa: E402
 from shared_corpus import CORPUS  # noqa: E402
 
-from skill_assets.lib.common.bundled_models import bundled_minilm  # noqa: E402
+from skill_assets.lib.models.bundled_models import bundled_minilm  # noqa: E402
 from skill_assets.lib.common.hashing import digest  # noqa: E402
 from skill_assets.lib.common.significance import bootstrap_interval  # noqa: E402
 from skill_assets.lib.evaluation.curated_benchmark import load_requests  # noqa: E402

@@ -29,10 +29,10 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from shared_corpus import add_pool_arguments, corpus_pool  # noqa: E402
 
-from skill_assets.lib.common import model_registry as registry  # noqa: E402
-from skill_assets.lib.common.bundled_models import bundled_minilm  # noqa: E402
-from skill_assets.lib.common.encoder_backends import BACKENDS  # noqa: E402
-from skill_assets.lib.common.metrics import per_query_metrics  # noqa: E402
+from skill_assets.lib.models import model_registry as registry  # noqa: E402
+from skill_assets.lib.models.bundled_models import bundled_minilm  # noqa: E402
+from skill_assets.lib.models.encoder_backends import BACKENDS  # noqa: E402
+from skill_assets.lib.core.metrics import per_query_metrics  # noqa: E402
 from skill_assets.lib.retrieval.fusion_training import load_router_model  # noqa: E402
 from skill_assets.lib.retrieval.pools import Skill  # noqa: E402
 from skill_assets.lib.retrieval.signals import SIGNALS  # noqa: E402

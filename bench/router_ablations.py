@@ -30,7 +30,7 @@ from results_doc import write_section  # noqa: E402
 from shared_corpus import CORPUS  # noqa: E402
 from trained_router import per_request, split, summary, table  # noqa: E402
 
-from skill_assets.lib.common.bundled_models import bundled_minilm  # noqa: E402
+from skill_assets.lib.models.bundled_models import bundled_minilm  # noqa: E402
 from skill_assets.lib.retrieval.defaults import tuned_embedder  # noqa: E402
 from skill_assets.lib.retrieval.engine import Engine  # noqa: E402
 from skill_assets.lib.retrieval.pools import load_pool  # noqa: E402

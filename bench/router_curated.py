@@ -30,8 +30,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from shared_corpus import CORPUS  # noqa: E402
 
-from skill_assets.lib.common import model_registry as registry  # noqa: E402
-from skill_assets.lib.common.bundled_models import bundled_minilm
+from skill_assets.lib.models import model_registry as registry  # noqa: E402
+from skill_assets.lib.models.bundled_models import bundled_minilm
 from skill_assets.lib.common.significance import paired_bootstrap  # noqa: E402
 from skill_assets.lib.evaluation.curated_benchmark import load_requests  # noqa: E402
 from skill_assets.lib.retrieval.fusion_training import save_router_model, train_fusion  # noqa: E402

@@ -22,7 +22,7 @@ import time
 import traceback
 from pathlib import Path
 
-from skill_assets.lib.common.bundled_models import bundled_minilm
+from skill_assets.lib.models.bundled_models import bundled_minilm
 from skill_assets.lib.common.store import query
 from skill_assets.lib.training.model_training import (
     TrainingSettings,

@@ -32,7 +32,7 @@ from results_doc import write_section  # noqa: E402
 from shared_corpus import CORPUS  # noqa: E402
 
 from skill_assets.defs.resources import DEMO_SKILLS  # noqa: E402
-from skill_assets.lib.common.bundled_models import bundled_minilm  # noqa: E402
+from skill_assets.lib.models.bundled_models import bundled_minilm  # noqa: E402
 from skill_assets.lib.common.significance import bootstrap_interval  # noqa: E402
 from skill_assets.lib.evaluation.curated_benchmark import load_requests  # noqa: E402
 from skill_assets.lib.retrieval.defaults import shipped_embedder, tuned_embedder  # noqa: E402

@@ -24,7 +24,7 @@ def run_sql(path: str | None, command: str | None) -> int:
     question typed on the command line can do no more than a file can.
     """
     from skill_assets.lib.common.store import resolve_db
-    from skill_assets.lib.common.user_sql import UserSqlError, checked_statements, run_statements
+    from skill_assets.user_sql import UserSqlError, checked_statements, run_statements
 
     if path is not None and command is not None:
         print("skill-assets sql: error: give a SQL file or -c \"SELECT …\", not both", file=sys.stderr)

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import yaml
 
-from skill_assets.lib.common.model_registry import DEFAULT_VARIANT
+from skill_assets.lib.models.model_registry import DEFAULT_VARIANT
 from skill_assets.lib.common.processes import process_token, token_alive
 from skill_assets.lib.common.store import resolve_db
 

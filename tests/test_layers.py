@@ -1,9 +1,14 @@
 """The layer rules of docs/ARCHITECTURE.md, checked on every import of the package and the benches.
 
 - ``lib/`` is framework-free: nothing under it imports ``router/``, ``defs/`` or Dagster;
-- ``lib/common`` (the shared package) imports only itself (and the package version);
-- ``lib/retrieval`` (the engine) imports only the shared package and itself;
-- every other ``lib/`` stage imports only the shared package, the engine and itself;
+- ``lib/`` has floors, each importing only those below it: ``lib/common`` (infrastructure: the store,
+  hashing, processes, cache files) imports only itself (and the package version); ``lib/core`` (the domain
+  every stage shares: skill files, skill text and groups, metrics) imports ``common``; ``lib/models`` (model
+  runtime: backends, bundled models, the embedding cache, the registry) imports ``common`` and ``core``;
+  ``lib/retrieval`` (the engine) imports those three;
+- the other ``lib/`` stages import the floors, the engine and the stages before them in pipeline order
+  (``STAGES``), never a later one;
+- no import cycle between modules (imports under ``if TYPE_CHECKING:`` are annotations, not cycles);
 - ``defs/`` stages do not import one another (shared ``defs/*.py`` modules are fine);
 - ``router/`` (the edge) imports no ``defs/``;
 - ``bench/`` does not import ``tests/`` (nor puts it on ``sys.path``).
@@ -13,6 +18,7 @@ Every import counts, at module level or inside a function: a deferred import is 
 from __future__ import annotations
 
 import ast
+import graphlib
 from pathlib import Path
 
 import pytest
@@ -51,7 +57,11 @@ def layer(module: str) -> str:
     return ".".join(parts[:2])
 
 
-COMMON, ENGINE = "skill_assets.lib.common", "skill_assets.lib.retrieval"
+#: the floors of lib/, lowest first: each imports only those below it
+FLOORS = tuple(f"skill_assets.lib.{name}" for name in ("common", "core", "models", "retrieval"))
+#: the pipeline's stages in the order data flows through them: a stage may use what an earlier one made
+STAGES = tuple(f"skill_assets.lib.{name}" for name in (
+    "corpus", "neighbourhoods", "generation", "taxonomy", "splits", "review", "training", "evaluation"))
 
 
 def violation(importer: str, imported: str) -> str | None:
@@ -64,12 +74,16 @@ def violation(importer: str, imported: str) -> str | None:
             if imported in ("skill_assets", "skill_assets.__version__"):
                 return None
             return "lib/ is framework-free: it imports no router/, defs/ or Dagster"
-        if src == COMMON:
-            return "the shared package imports only itself"
-        if src == ENGINE and dst != COMMON:
-            return "the engine imports only the shared package"
-        if dst not in (COMMON, ENGINE):
-            return "a lib/ stage imports only the shared package, the engine and itself"
+        if dst in FLOORS:
+            if src in FLOORS and FLOORS.index(dst) > FLOORS.index(src):
+                return f"lib/{src.rsplit('.', 1)[1]} imports only the floors below it"
+            return None
+        if src in FLOORS:
+            return f"lib/{src.rsplit('.', 1)[1]} imports only the floors below it"
+        if src not in STAGES or dst not in STAGES:
+            return "lib/ holds only its floors and STAGES"
+        if STAGES.index(dst) > STAGES.index(src):
+            return "a lib/ stage imports only the floors and the stages before it"
     if src.startswith("skill_assets.defs.") and dst.startswith("skill_assets.defs.") and dst.count(".") == 2:
         return "defs/ stages do not import one another"
     if src == "skill_assets.router" and dst.startswith("skill_assets.defs"):
@@ -102,10 +116,60 @@ def test_the_package_keeps_its_layer_rules():
     ("skill_assets.lib.training.losses", "skill_assets.lib.retrieval.ranking", False),
     ("skill_assets.defs.router.assets", "skill_assets.defs.resources", False),
     ("skill_assets.lib.common.provenance", "skill_assets.__version__", False),
+    ("skill_assets.lib.common.store", "skill_assets.lib.core.metrics", True),
+    ("skill_assets.lib.core.metrics", "skill_assets.lib.models.model_registry", True),
+    ("skill_assets.lib.models.encoder_backends", "skill_assets.lib.retrieval.engine", True),
+    ("skill_assets.lib.corpus.ingest", "skill_assets.lib.taxonomy.settling", True),
+    ("skill_assets.lib.retrieval.engine", "skill_assets.lib.models.encoder_backends", False),
+    ("skill_assets.lib.taxonomy.settling", "skill_assets.lib.generation.llm_output", False),
+    ("skill_assets.lib.evaluation.external_benchmarks", "skill_assets.lib.corpus.sources", False),
 ])
 def test_each_rule_catches_what_it_forbids(importer, imported, broken):
     """The check is not vacuous: each rule refuses a made-up import that breaks it and allows one that keeps it."""
     assert (violation(importer, imported) is not None) is broken
+
+
+def runtime_imports(path: Path) -> list[str]:
+    """The modules ``path`` imports when it runs: every import but those under ``if TYPE_CHECKING:``."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    annotations = {id(n) for node in ast.walk(tree)
+                   if isinstance(node, ast.If) and ast.unparse(node.test).endswith("TYPE_CHECKING")
+                   for child in node.body for n in ast.walk(child)}
+    found = []
+    for node in ast.walk(tree):
+        if id(node) in annotations:
+            continue
+        if isinstance(node, ast.Import):
+            found += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found += [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+    return found
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Each package module and the package modules it imports at run time."""
+    modules = {module_name(p): p for p in PACKAGE.rglob("*.py")}
+    return {name: {m for m in runtime_imports(path) if m in modules and m != name} for name, path in modules.items()}
+
+
+def cycle(graph: dict[str, set[str]]) -> list[str]:
+    """One import cycle of ``graph`` (its modules in order), or [] when there is none."""
+    try:
+        tuple(graphlib.TopologicalSorter(graph).static_order())
+    except graphlib.CycleError as error:
+        return list(error.args[1])
+    return []
+
+
+def test_no_module_imports_itself_round_a_cycle():
+    assert cycle(import_graph()) == []
+
+
+def test_the_cycle_check_finds_a_made_up_cycle():
+    graph = import_graph()
+    graph["skill_assets.lib.common.hashing"].add("skill_assets.lib.common.store")
+    graph["skill_assets.lib.common.store"].add("skill_assets.lib.common.hashing")
+    assert set(cycle(graph)) >= {"skill_assets.lib.common.hashing", "skill_assets.lib.common.store"}
 
 
 def test_benches_do_not_import_the_tests():

@@ -11,9 +11,9 @@ import polars as pl
 from pydantic import Field, PrivateAttr
 
 from skill_assets.lib.common import store
-from skill_assets.lib.common.archives import ArchiveLimits
-from skill_assets.lib.common.bundled_models import bundled_minilm
-from skill_assets.lib.common.sources import SourceSpec, default_name, load_source_specs
+from skill_assets.lib.corpus.archives import ArchiveLimits
+from skill_assets.lib.models.bundled_models import bundled_minilm
+from skill_assets.lib.corpus.sources import SourceSpec, default_name, load_source_specs
 from skill_assets.lib.common.tables import frame
 from skill_assets.lib.generation.llm_client import NO_KEY
 from skill_assets.lib.generation.local_llm_server import bundled_gguf, serve_gguf

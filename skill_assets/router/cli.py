@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from skill_assets.lib.common.cache_files import atomic_output
-from skill_assets.lib.common.encoder_backends import BACKENDS
+from skill_assets.lib.models.encoder_backends import BACKENDS
 from skill_assets.lib.common.jsonl import JsonlError, json_objects
 from skill_assets.lib.retrieval.model_files import ModelFileError
 

@@ -12,7 +12,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from skill_assets.lib.common.bundled_models import bundled_minilm
+from skill_assets.lib.models.bundled_models import bundled_minilm
 from skill_assets.lib.common.store import resolve_db
 from skill_assets.lib.retrieval.abstention import load_abstention
 from skill_assets.lib.retrieval.defaults import default_parts, lexical_router

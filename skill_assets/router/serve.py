@@ -47,8 +47,8 @@ from starlette.datastructures import Headers
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from skill_assets.lib.common.frontmatter import SkillParseError
-from skill_assets.lib.common.skill_files import (
+from skill_assets.lib.core.frontmatter import SkillParseError
+from skill_assets.lib.core.skill_files import (
     SKILL_FILE_NAME,
     SKIPPED_FOLDERS,
     FolderReject,

@@ -7,7 +7,7 @@ benchmark's train splits. Their dev splits choose the checkpoint (NDCG@10 among 
 scored at the start and ``Recipe.evaluations`` times; the starting weights are a candidate, so a run
 that does not help ships the base unchanged). No test request is read.
 
-Only the top ``Recipe.layers`` transformer layers train (``lib.common.tuned_layers``): a few hundred
+Only the top ``Recipe.layers`` transformer layers train (``lib.models.tuned_layers``): a few hundred
 requests move two layers usefully and would drag a whole model off what it knows, and the package
 carries those layers alone (float16, ~7 MB) over the bundled base. The card beside them records the
 data (hashes and counts), the recipe, the learning curve and the rebuild command; ``build`` rebuilds
@@ -25,10 +25,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from skill_assets.lib.common.bundled_models import bundled_minilm
+from skill_assets.lib.models.bundled_models import bundled_minilm
 from skill_assets.lib.common.hashing import digest
-from skill_assets.lib.common.skill_text import ENCODER_CAPS, skill_document
-from skill_assets.lib.common.tuned_layers import freeze_below, save_tuned
+from skill_assets.lib.core.skill_text import ENCODER_CAPS, skill_document
+from skill_assets.lib.models.tuned_layers import freeze_below, save_tuned
 from skill_assets.lib.evaluation.curated_benchmark import load_requests
 from skill_assets.lib.retrieval.defaults import SHIPPED_EMBEDDER_DIR, TUNED_FILE
 from skill_assets.lib.retrieval.pools import load_pool

@@ -35,9 +35,9 @@ from pathlib import Path
 
 import numpy as np
 
-from skill_assets.lib.common.bundled_models import bundled_minilm
+from skill_assets.lib.models.bundled_models import bundled_minilm
 from skill_assets.lib.common.hashing import digest
-from skill_assets.lib.common.tuned_layers import materialise
+from skill_assets.lib.models.tuned_layers import materialise
 from skill_assets.lib.evaluation.curated_benchmark import load_requests
 from skill_assets.lib.retrieval.defaults import LEXICAL_SUBDIR, MODEL_CACHE, SHIPPED_DIR, TUNED_FILE, tuned_embedder
 from skill_assets.lib.retrieval.engine import Engine

@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from skill_assets.lib.common.skill_files import FolderReject, walk_skill_paths
+from skill_assets.lib.core.skill_files import FolderReject, walk_skill_paths
 from skill_assets.lib.retrieval.pool_index import IndexBuild
 from skill_assets.lib.retrieval.pools import Rejected, Skill, load_pools
 from skill_assets.router.routing import Router, stderr_log

@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 
 from skill_assets.lib.common import store
-from skill_assets.lib.common.sources import load_source_specs
+from skill_assets.lib.corpus.sources import load_source_specs
 from skill_assets.lib.corpus.corpus_store import ingest_into_store
 from skill_assets.lib.evaluation.curated_benchmark import load_requests
 from skill_assets.lib.retrieval.requests import require_in_pool

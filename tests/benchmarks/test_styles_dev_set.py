@@ -10,7 +10,7 @@ from collections import Counter
 from functools import cache
 from pathlib import Path
 
-from skill_assets.lib.common.frontmatter import parse_skill_markdown
+from skill_assets.lib.core.frontmatter import parse_skill_markdown
 from skill_assets.lib.common.language import DIRECTIONS, count_length, detect_language
 from skill_assets.lib.evaluation.curated_benchmark import CURATED_DIR, load_requests, split_skills
 from skill_assets.lib.generation.query_audit import leaked_names

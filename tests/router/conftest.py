@@ -7,7 +7,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from bilingual_pool import write_pool, write_requests  # noqa: E402
 
-from skill_assets.lib.common.bundled_models import bundled_minilm  # noqa: E402
+from skill_assets.lib.models.bundled_models import bundled_minilm  # noqa: E402
 from skill_assets.lib.evaluation.curated_benchmark import load_requests  # noqa: E402
 from skill_assets.lib.retrieval.fusion_training import save_router_model, train_fusion  # noqa: E402
 from skill_assets.lib.retrieval.signals import SIGNALS  # noqa: E402

@@ -8,7 +8,7 @@ import subprocess
 import sys
 import time
 
-from skill_assets.lib.common.skill_files import walk_skill_paths
+from skill_assets.lib.core.skill_files import walk_skill_paths
 from skill_assets.lib.retrieval import pool_manifest
 
 SKILLS = 40

@@ -8,7 +8,7 @@ import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from skill_assets.lib.common.bundled_models import bundled_minilm
+from skill_assets.lib.models.bundled_models import bundled_minilm
 from skill_assets.lib.retrieval.fusion import GRID  # noqa: E402
 from skill_assets.lib.retrieval.fusion_training import (
     load_router_model,  # noqa: E402

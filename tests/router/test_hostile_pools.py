@@ -25,7 +25,7 @@ from hostile_inputs import (
     write,
 )
 
-from skill_assets.lib.common.sources import SourceSpec
+from skill_assets.lib.corpus.sources import SourceSpec
 from skill_assets.lib.corpus.ingest import ingest_sources
 from skill_assets.lib.retrieval.pools import EMPTY_DESCRIPTION, PoolError, load_pool
 from skill_assets.router.cli import RouteInputError, read_queries

@@ -9,7 +9,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from bilingual_pool import write_pool  # noqa: E402
 
-from skill_assets.lib.common.bundled_models import bundled_minilm  # noqa: E402
+from skill_assets.lib.models.bundled_models import bundled_minilm  # noqa: E402
 from skill_assets.lib.retrieval.chunking import best_piece, chunk_embeddings, text_chunks  # noqa: E402
 from skill_assets.lib.retrieval.signals import SIGNALS  # noqa: E402
 from skill_assets.router import Router, load_pool  # noqa: E402

@@ -6,7 +6,7 @@ import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from skill_assets.lib.common.bundled_models import bundled_minilm  # noqa: E402
+from skill_assets.lib.models.bundled_models import bundled_minilm  # noqa: E402
 from skill_assets.lib.retrieval.engine import Engine  # noqa: E402
 from skill_assets.lib.retrieval.fusion_training import load_router_model  # noqa: E402
 from skill_assets.lib.retrieval.part_routing import MAX_PARTS, route_by_parts  # noqa: E402

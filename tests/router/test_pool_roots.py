@@ -10,7 +10,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from bilingual_pool import write_pool, write_skill  # noqa: E402
 
-from skill_assets.lib.common.bundled_models import bundled_minilm  # noqa: E402
+from skill_assets.lib.models.bundled_models import bundled_minilm  # noqa: E402
 from skill_assets.lib.retrieval.pools import PoolError, load_pools  # noqa: E402
 from skill_assets.router.cli import main as route_main  # noqa: E402
 

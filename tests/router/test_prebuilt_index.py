@@ -12,7 +12,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 from bilingual_pool import SKILLS, write_pool, write_skill  # noqa: E402
 
 from skill_assets.cli import main as cli_main  # noqa: E402
-from skill_assets.lib.common.bundled_models import bundled_minilm  # noqa: E402
+from skill_assets.lib.models.bundled_models import bundled_minilm  # noqa: E402
 from skill_assets.lib.retrieval.prebuilt_index import MANIFEST_FILE  # noqa: E402
 from skill_assets.router.cli import add_route_parser, add_serve_parser, open_router  # noqa: E402
 

@@ -16,7 +16,7 @@ import pytest
 from bilingual_pool import SKILLS
 from mcp import Client
 
-from skill_assets.lib.common.bundled_models import bundled_minilm
+from skill_assets.lib.models.bundled_models import bundled_minilm
 from skill_assets.lib.retrieval.defaults import LEXICAL_SUBDIR, SHIPPED_DIR, lexical_router, shipped_router
 from skill_assets.lib.retrieval.fusion_training import CARD_FILE, SELECTION_FILE
 from skill_assets.lib.retrieval.pool_index import IndexStopped

@@ -12,7 +12,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 from bilingual_pool import SKILLS as BILINGUAL_SKILLS  # noqa: E402
 from bilingual_pool import write_skill  # noqa: E402
 
-from skill_assets.lib.common.bundled_models import bundled_minilm
+from skill_assets.lib.models.bundled_models import bundled_minilm
 from skill_assets.lib.retrieval.defaults import default_parts  # noqa: E402
 from skill_assets.router import Router, load_pool  # noqa: E402
 from skill_assets.router.cli import main as route_main  # noqa: E402
@@ -351,7 +351,7 @@ def test_pool_documents_are_embedded_by_the_gated_backend_and_it_keys_the_cache(
     fast = Router(minilm, cache_dir=tmp_path / "cache", log=said.append)  # torch-bf16 by default
     fast.index(skills)
     (line,) = [m for m in said if m.startswith("document encoder: ")]
-    from skill_assets.lib.common.encoder_backends import native_bf16
+    from skill_assets.lib.models.encoder_backends import native_bf16
 
     # chosen or refused, the line says why: what the gate measured, or that this CPU has no native bf16
     assert ("bf16 gate on" in line if native_bf16() else "bf16 not tried" in line), line
@@ -396,7 +396,7 @@ def test_documents_capped_to_their_first_tokens_are_what_the_model_reads(minilm,
 def test_vectors_encoded_after_a_broken_int8_export_are_not_cached_and_the_next_run_exports_again(
         minilm, tmp_path, monkeypatch):
     """A disk-full export once left fp32 vectors cached under the ``onnx-int8`` key for good (issue 21, finding 7)."""
-    from skill_assets.lib.common import encoder_backends
+    from skill_assets.lib.models import encoder_backends
     from skill_assets.lib.retrieval.dense import DenseIndex
 
     docs = ["docker | compose networking | containers reach each other by service name",

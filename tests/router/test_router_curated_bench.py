@@ -8,7 +8,7 @@ from pathlib import Path
 
 from bilingual_pool import REQUESTS, write_pool, write_requests
 
-from skill_assets.lib.common.bundled_models import bundled_minilm
+from skill_assets.lib.models.bundled_models import bundled_minilm
 
 REPO = Path(__file__).resolve().parents[2]
 

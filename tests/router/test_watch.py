@@ -18,7 +18,7 @@ import anyio
 import pytest
 from mcp import Client
 
-from skill_assets.lib.common.bundled_models import bundled_minilm
+from skill_assets.lib.models.bundled_models import bundled_minilm
 from skill_assets.lib.retrieval import lexical
 from skill_assets.lib.retrieval.lexical import LexicalIndex
 from skill_assets.lib.retrieval.pools import load_pool

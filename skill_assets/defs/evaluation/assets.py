@@ -9,9 +9,9 @@ import polars as pl
 
 from skill_assets.defs.metadata import table_metadata
 from skill_assets.defs.resources import DUCKDB_WRITER_TAG, DuckDBStore, ModelSettings
-from skill_assets.lib.common import model_registry as registry
+from skill_assets.lib.models import model_registry as registry
 from skill_assets.lib.common.provenance import code_version, release_version
-from skill_assets.lib.common.skill_groups import singleton_groups
+from skill_assets.lib.core.skill_groups import singleton_groups
 from skill_assets.lib.common.tables import frame
 from skill_assets.lib.evaluation.metric_tables import metric_rows, query_slices, run_rows
 from skill_assets.lib.evaluation.report import (

@@ -8,13 +8,13 @@ import polars as pl
 from pydantic import Field
 
 from skill_assets.defs.resources import DUCKDB_WRITER_TAG, DuckDBStore, ModelSettings
-from skill_assets.lib.common.embedding_cache import (
+from skill_assets.lib.models.embedding_cache import (
     model_fingerprint,
     progress_reporter,
     refresh_embeddings,
 )
-from skill_assets.lib.common.encoder_backends import EncoderChoice, backend_key, choose_encoder
-from skill_assets.lib.common.skill_text import ENCODER_CAPS, TextCaps, skill_document
+from skill_assets.lib.models.encoder_backends import EncoderChoice, backend_key, choose_encoder
+from skill_assets.lib.core.skill_text import ENCODER_CAPS, TextCaps, skill_document
 from skill_assets.lib.neighbourhoods.clustering import (
     Clustering,
     candidate_ks,

@@ -3,7 +3,7 @@
 Thin: the signals, the fusion, the selection and the adoption rule live in the retrieval engine
 (``skill_assets.lib.retrieval``). The model folder (``models/router/<data version>/``: fusion weights,
 selection cut, card) sits beside the DuckDB file; its ``router_fusion`` row is its registry entry
-(``lib.common.model_registry``). The asset also judges the fusion and the store's newest reranker by the
+(``lib.models.model_registry``). The asset also judges the fusion and the store's newest reranker by the
 adoption rule (``lib.retrieval.adoption``) on the fusion's dev split and records the verdicts:
 ``Router.from_store()`` / ``skill-assets route`` use a store's part only where its row says so, and the
 shipped router otherwise.
@@ -16,7 +16,7 @@ from pydantic import Field
 
 from skill_assets.defs.metadata import table_metadata
 from skill_assets.defs.resources import DUCKDB_WRITER_TAG, DuckDBStore, ModelSettings
-from skill_assets.lib.common import model_registry as registry
+from skill_assets.lib.models import model_registry as registry
 from skill_assets.lib.common.hashing import digest
 from skill_assets.lib.common.tables import frame
 from skill_assets.lib.evaluation.curated_benchmark import load_requests

@@ -18,7 +18,7 @@ from pydantic import Field
 from skill_assets.defs.metadata import table_metadata
 from skill_assets.defs.resources import DUCKDB_WRITER_TAG, DuckDBStore, ModelSettings
 from skill_assets.defs.training.partitions import embedder_variants, reranker_variants
-from skill_assets.lib.common import model_registry as registry
+from skill_assets.lib.models import model_registry as registry
 from skill_assets.lib.common.provenance import code_version, release_version
 from skill_assets.lib.common.tables import frame
 from skill_assets.lib.evaluation.curated_benchmark import load_requests

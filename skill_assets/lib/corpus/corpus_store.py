@@ -30,11 +30,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from skill_assets.lib.common import store
-from skill_assets.lib.common.archives import DEFAULT_LIMITS as DEFAULT_ARCHIVE_LIMITS
-from skill_assets.lib.common.archives import ArchiveLimits
+from skill_assets.lib.corpus.archives import DEFAULT_LIMITS as DEFAULT_ARCHIVE_LIMITS
+from skill_assets.lib.corpus.archives import ArchiveLimits
 from skill_assets.lib.common.hashing import digest
 from skill_assets.lib.common.processes import process_token
-from skill_assets.lib.common.sources import SourceSpec
+from skill_assets.lib.corpus.sources import SourceSpec
 from skill_assets.lib.common.tables import TABLES, frame
 from skill_assets.lib.corpus.dedup import TEXT_CHUNK, DedupConfig, deduplicate, file_operation_rule
 from skill_assets.lib.corpus.ingest import IngestResult, ingest_sources

@@ -20,13 +20,13 @@ from datetime import UTC, datetime
 from itertools import chain, islice
 from pathlib import Path
 
-from skill_assets.lib.common.archives import DEFAULT_LIMITS as DEFAULT_ARCHIVE_LIMITS
-from skill_assets.lib.common.archives import ArchiveLimits
-from skill_assets.lib.common.frontmatter import SkillParseError
+from skill_assets.lib.corpus.archives import DEFAULT_LIMITS as DEFAULT_ARCHIVE_LIMITS
+from skill_assets.lib.corpus.archives import ArchiveLimits
+from skill_assets.lib.core.frontmatter import SkillParseError
 from skill_assets.lib.common.hashing import digest, normalise_name, normalise_text, normalised_content_hash
 from skill_assets.lib.common.language import detect_language, language_of_counts, script_counts
-from skill_assets.lib.common.skill_files import FOLDER_REASONS, FolderReject, read_skill, walk_skill_paths
-from skill_assets.lib.common.sources import (
+from skill_assets.lib.core.skill_files import FOLDER_REASONS, FolderReject, read_skill, walk_skill_paths
+from skill_assets.lib.corpus.sources import (
     LICENSE_FILES,
     LicenseUnreadable,
     PreparedSource,

@@ -41,7 +41,7 @@ import yaml
 
 from skill_assets.lib.common.hashing import digest, normalise_text
 from skill_assets.lib.common.jsonl import format_records
-from skill_assets.lib.common.skill_groups import singleton_groups, with_identical_copies
+from skill_assets.lib.core.skill_groups import singleton_groups, with_identical_copies
 from skill_assets.lib.evaluation import curated_benchmark as curated
 from skill_assets.lib.retrieval.pools import Skill
 from skill_assets.lib.retrieval.requests import Request, UnresolvedSkillIds, require_in_pool
@@ -217,7 +217,7 @@ def curated_pool(pool: Path) -> list[Skill]:
         return _skill_tree(pool)[0]
     if not pool.is_file():
         raise FileNotFoundError(f"curated pool {pool} is neither a directory nor a sources file")
-    from skill_assets.lib.common.sources import SourceError, load_source_specs, prepare_source
+    from skill_assets.lib.corpus.sources import SourceError, load_source_specs, prepare_source
     from skill_assets.lib.retrieval.pools import load_pool
 
     skills = []

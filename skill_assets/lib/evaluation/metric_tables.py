@@ -11,9 +11,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from skill_assets.lib.common.metrics import mean_metrics, per_query_metrics
+from skill_assets.lib.core.metrics import mean_metrics, per_query_metrics
 from skill_assets.lib.common.significance import bootstrap_interval, paired_bootstrap
-from skill_assets.lib.common.skill_groups import Groups, collapse_rankings
+from skill_assets.lib.core.skill_groups import Groups, collapse_rankings
 from skill_assets.lib.retrieval.systems import SystemRun
 
 BASE_SYSTEM = "embedder:base"

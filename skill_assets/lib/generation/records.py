@@ -15,7 +15,7 @@ from pathlib import Path
 
 import openai
 
-from skill_assets.lib.common.llm_output import parse_generator_output
+from skill_assets.lib.generation.llm_output import parse_generator_output
 from skill_assets.lib.generation.llm_client import (
     ABORTED,
     EndpointGuard,

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from skill_assets.lib.common.embedding_cache import model_fingerprint
+from skill_assets.lib.models.embedding_cache import model_fingerprint
 from skill_assets.lib.retrieval.fusion import BOOSTER_FILE, MODEL_FILE, Candidates, latin_share
 from skill_assets.lib.retrieval.model_files import ModelFileError, number_list, read_json_object
 from skill_assets.lib.retrieval.results import Fused, RoutedRequest

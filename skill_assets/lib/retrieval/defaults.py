@@ -14,10 +14,10 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from skill_assets.lib.common import model_registry as registry
-from skill_assets.lib.common.bundled_models import bundled_minilm
+from skill_assets.lib.models import model_registry as registry
+from skill_assets.lib.models.bundled_models import bundled_minilm
 from skill_assets.lib.common.store import resolve_db
-from skill_assets.lib.common.tuned_layers import materialise
+from skill_assets.lib.models.tuned_layers import materialise
 from skill_assets.lib.retrieval.adoption_rule import recorded_verdict
 from skill_assets.lib.retrieval.fusion import FusionModel
 from skill_assets.lib.retrieval.fusion_training import load_router_model

@@ -25,7 +25,7 @@ from skill_assets.lib.common.cache_files import (
     unseal_json,
     write_text_atomic,
 )
-from skill_assets.lib.common.embedding_cache import encode_in_chunks
+from skill_assets.lib.models.embedding_cache import encode_in_chunks
 from skill_assets.lib.common.hashing import digest
 
 #: part of every cache key; v2: the document encoder backend is part of the key

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from skill_assets.lib.common.encoder_backends import BACKENDS
+from skill_assets.lib.models.encoder_backends import BACKENDS
 from skill_assets.lib.common.hashing import digest
 from skill_assets.lib.retrieval.abstention import Abstention
 from skill_assets.lib.retrieval.dense import DenseIndex

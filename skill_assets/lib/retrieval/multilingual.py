@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from skill_assets.lib.common.embedding_cache import model_fingerprint
+from skill_assets.lib.models.embedding_cache import model_fingerprint
 from skill_assets.lib.common.hashing import digest
 from skill_assets.lib.retrieval.chunking import best_piece, chunk_embeddings
 from skill_assets.lib.retrieval.document_cache import EmbeddingStore, embed_documents

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from skill_assets.lib.common.skill_text import RERANKER_CAPS, skill_document
+from skill_assets.lib.core.skill_text import RERANKER_CAPS, skill_document
 from skill_assets.lib.retrieval.document_cache import IndexStats
 from skill_assets.lib.retrieval.lexical import LexicalIndex
 from skill_assets.lib.retrieval.multilingual import MultilingualIndex

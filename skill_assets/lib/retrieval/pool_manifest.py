@@ -32,8 +32,9 @@ from pathlib import Path
 
 import yaml
 
-from skill_assets.lib.common import cache_files, frontmatter, skill_files
-from skill_assets.lib.common.frontmatter import ParsedSkill, SkillParseError
+from skill_assets.lib.common import cache_files
+from skill_assets.lib.core import frontmatter, skill_files
+from skill_assets.lib.core.frontmatter import ParsedSkill, SkillParseError
 from skill_assets.lib.common.hashing import digest
 
 MANIFEST_FORMAT = "pool-manifest-v1"

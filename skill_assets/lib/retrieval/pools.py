@@ -1,7 +1,7 @@
 """Skill pools as users have them: a directory tree of ``SKILL.md`` files or a JSONL of skill records.
 
 Skill id = the skill folder relative to the pool (POSIX-style), or the JSONL ``id``. A folder pool
-follows ingest's rules exactly (``lib/common/skill_files``: same candidates, symlink policy, file
+follows ingest's rules exactly (``lib/core/skill_files``: same candidates, symlink policy, file
 types, size cap and reasons), so a file ingest quarantines is never routed. Entries that cannot
 become a skill are returned in ``rejected`` with a reason code, never dropped silently; skipped
 folders (symlinked or unlistable) are listed there too. Two rules differ from ingest on purpose:
@@ -30,10 +30,10 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from skill_assets.lib.common.frontmatter import ParsedSkill, SkillParseError
+from skill_assets.lib.core.frontmatter import ParsedSkill, SkillParseError
 from skill_assets.lib.common.hashing import normalise_name
 from skill_assets.lib.common.jsonl import JsonlError, capped_lines, parse_json_object
-from skill_assets.lib.common.skill_files import FolderReject, read_skill, walk_skill_paths
+from skill_assets.lib.core.skill_files import FolderReject, read_skill, walk_skill_paths
 from skill_assets.lib.retrieval.pool_manifest import ManifestStats, PoolManifest
 
 SKILL_FILENAME = "SKILL.md"

@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from skill_assets.lib.common.cache_files import sealed_json, unseal_json, write_text_atomic
-from skill_assets.lib.common.encoder_backends import backend_key
+from skill_assets.lib.models.encoder_backends import backend_key
 from skill_assets.lib.common.hashing import digest
 from skill_assets.lib.retrieval.engine import Engine
 from skill_assets.lib.retrieval.pools import Skill, some_ids

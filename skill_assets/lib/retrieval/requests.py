@@ -18,8 +18,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from skill_assets.lib.common.metrics import mean_metrics, per_query_metrics
-from skill_assets.lib.common.skill_groups import Groups, collapse_rankings
+from skill_assets.lib.core.metrics import mean_metrics, per_query_metrics
+from skill_assets.lib.core.skill_groups import Groups, collapse_rankings
 
 
 @dataclass(frozen=True)

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import numpy as np
 
-from skill_assets.lib.common.embedding_cache import model_fingerprint
+from skill_assets.lib.models.embedding_cache import model_fingerprint
 from skill_assets.lib.common.hashing import digest
-from skill_assets.lib.common.scorer_backends import ScorerChoice, choose_scorer
-from skill_assets.lib.common.skill_text import QUERY_CHARS
+from skill_assets.lib.models.scorer_backends import ScorerChoice, choose_scorer
+from skill_assets.lib.core.skill_text import QUERY_CHARS
 from skill_assets.lib.retrieval.dense import device
 from skill_assets.lib.retrieval.ranking import Ranking, rerank
 

@@ -11,7 +11,7 @@ Every signal scores the whole pool for a request; ``fusion`` turns those scores 
 from __future__ import annotations
 
 from skill_assets.lib.common.language import detect_language
-from skill_assets.lib.common.skill_text import ENCODER_CAPS, TextCaps, skill_document
+from skill_assets.lib.core.skill_text import ENCODER_CAPS, TextCaps, skill_document
 from skill_assets.lib.retrieval.pools import Skill
 
 SIGNALS = ("bm25", "dense", "multilingual")

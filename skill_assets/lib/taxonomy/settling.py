@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from skill_assets.lib.common.llm_output import parse_generator_output
+from skill_assets.lib.generation.llm_output import parse_generator_output
 
 #: a longer rationale is read (classified, featurised) on its first this many characters
 MAX_RATIONALE_CHARS = 20_000

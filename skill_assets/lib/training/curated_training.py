@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from skill_assets.lib.common.hashing import digest
-from skill_assets.lib.common.skill_groups import mapped_groups
+from skill_assets.lib.core.skill_groups import mapped_groups
 from skill_assets.lib.retrieval.requests import Request, UnresolvedSkillIds, unresolved
 
 

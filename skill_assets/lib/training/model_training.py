@@ -24,9 +24,9 @@ from pathlib import Path
 import numpy as np
 
 from skill_assets.lib.common.hashing import digest
-from skill_assets.lib.common.metrics import mean_metrics, per_query_metrics
-from skill_assets.lib.common.skill_groups import collapse_rankings, singleton_groups
-from skill_assets.lib.common.skill_text import ENCODER_CAPS, RERANKER_CAPS, skill_document
+from skill_assets.lib.core.metrics import mean_metrics, per_query_metrics
+from skill_assets.lib.core.skill_groups import collapse_rankings, singleton_groups
+from skill_assets.lib.core.skill_text import ENCODER_CAPS, RERANKER_CAPS, skill_document
 from skill_assets.lib.retrieval.lexical import LexicalIndex
 from skill_assets.lib.retrieval.ranking import rerank, top_k_rankings
 from skill_assets.lib.retrieval.signals import lexical_document

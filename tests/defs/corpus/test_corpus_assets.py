@@ -17,7 +17,7 @@ from hostile_inputs import good, write
 from skill_assets.defs.corpus.assets import deduplicated_skills, ingested_skills
 from skill_assets.defs.corpus.checks import ingest_accounts_for_every_file
 from skill_assets.defs.resources import DuckDBStore, SkillSources
-from skill_assets.lib.common.sources import SourceSpec
+from skill_assets.lib.corpus.sources import SourceSpec
 from skill_assets.lib.corpus.corpus_store import (
     CorpusBusy,
     CorpusChanged,

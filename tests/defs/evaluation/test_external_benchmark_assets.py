@@ -14,7 +14,7 @@ import pytest
 from skill_assets.definitions import defs
 from skill_assets.defs.resources import DuckDBStore, default_resources
 from skill_assets.lib.common import store as store_lib
-from skill_assets.lib.common.bundled_models import bundled_minilm
+from skill_assets.lib.models.bundled_models import bundled_minilm
 from skill_assets.lib.common.tables import frame
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")

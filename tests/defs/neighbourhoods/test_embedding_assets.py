@@ -6,7 +6,7 @@ import dagster as dg
 from skill_assets.definitions import defs
 from skill_assets.defs.resources import DuckDBStore, default_resources
 from skill_assets.lib.common import store
-from skill_assets.lib.common.encoder_backends import backend_key
+from skill_assets.lib.models.encoder_backends import backend_key
 from skill_assets.lib.common.tables import frame
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")

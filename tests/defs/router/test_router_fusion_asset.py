@@ -17,7 +17,7 @@ from bilingual_pool import REQUESTS, SKILLS
 from skill_assets.definitions import defs
 from skill_assets.defs.resources import DuckDBStore, default_resources
 from skill_assets.lib.common import store as store_lib
-from skill_assets.lib.common.bundled_models import bundled_minilm
+from skill_assets.lib.models.bundled_models import bundled_minilm
 from skill_assets.lib.common.tables import frame
 from skill_assets.lib.evaluation.report import signal_ablation_table
 from skill_assets.router import Router, Skill

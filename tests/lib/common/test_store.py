@@ -10,7 +10,7 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
-from skill_assets.lib.common import model_registry
+from skill_assets.lib.models import model_registry
 from skill_assets.lib.common.store import (
     StoreLockedError,
     connect,

@@ -1,7 +1,7 @@
 """Corpus tables built through the store: streamed ingest, dedup reading texts back from DuckDB."""
 import duckdb
 
-from skill_assets.lib.common.sources import SourceSpec
+from skill_assets.lib.corpus.sources import SourceSpec
 from skill_assets.lib.corpus.corpus_store import dedup_in_store, ingest_into_store
 from skill_assets.lib.corpus.dedup import DedupConfig
 

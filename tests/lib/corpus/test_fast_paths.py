@@ -18,9 +18,9 @@ import numpy as np
 import pytest
 
 from skill_assets.lib.common import hashing
-from skill_assets.lib.common.frontmatter import SkillParseError, _split_front_matter
+from skill_assets.lib.core.frontmatter import SkillParseError, _split_front_matter
 from skill_assets.lib.common.language import _CJK_OR_WORD, SAMPLE_CHARS, script_counts, strip_code
-from skill_assets.lib.common.skill_files import _read_up_to
+from skill_assets.lib.core.skill_files import _read_up_to
 from skill_assets.lib.corpus.dedup import DedupConfig, near_duplicate_pairs
 from skill_assets.lib.corpus.minhash import MinHasher, Utf8Chunk, lsh_pair_array, shingle_hashes, sketch_chunks
 

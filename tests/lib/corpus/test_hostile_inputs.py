@@ -33,8 +33,8 @@ from hostile_inputs import (
 )
 
 import skill_assets.lib.corpus.ingest as ingest_mod
-from skill_assets.lib.common.archives import ArchiveError, ArchiveLimits, extract_skill_members
-from skill_assets.lib.common.sources import SourceSpec
+from skill_assets.lib.corpus.archives import ArchiveError, ArchiveLimits, extract_skill_members
+from skill_assets.lib.corpus.sources import SourceSpec
 from skill_assets.lib.corpus.corpus_store import dedup_in_store, ingest_into_store
 from skill_assets.lib.corpus.dedup import DedupConfig
 from skill_assets.lib.corpus.ingest import UNCOUNTED_REASONS, ingest_sources
@@ -248,7 +248,7 @@ NO_RATIO = {"max_member_bytes": 100_000, "max_total_bytes": 400_000, "max_ratio"
 _MEASURE = """
 import json, re, sys, tempfile
 from pathlib import Path
-from skill_assets.lib.common.archives import ArchiveError, ArchiveLimits, extract_skill_members
+from skill_assets.lib.corpus.archives import ArchiveError, ArchiveLimits, extract_skill_members
 def peak_kb():
     return int(re.search(r"VmHWM:\\s+(\\d+) kB", Path("/proc/self/status").read_text()).group(1))
 base = peak_kb()

@@ -6,10 +6,10 @@ from pathlib import Path
 import pytest
 
 import skill_assets.lib.corpus.ingest as ingest_mod
-from skill_assets.lib.common.frontmatter import SkillParseError
+from skill_assets.lib.core.frontmatter import SkillParseError
 from skill_assets.lib.common.hashing import content_hash, digest, normalise_name
-from skill_assets.lib.common.skill_files import FolderReject, walk_skill_files
-from skill_assets.lib.common.sources import SourceSpec
+from skill_assets.lib.core.skill_files import FolderReject, walk_skill_files
+from skill_assets.lib.corpus.sources import SourceSpec
 from skill_assets.lib.corpus.ingest import ingest_sources, read_skill_file
 
 GOOD_EN = "---\nname: Git Rebase Helper\ndescription: Helps rebase feature branches onto main\nversion: 3\n---\n# Rebase\nUse interactive rebase to squash commits before merging.\n"

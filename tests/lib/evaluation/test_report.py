@@ -5,7 +5,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from skill_assets.lib.common.skill_groups import singleton_groups
+from skill_assets.lib.core.skill_groups import singleton_groups
 from skill_assets.lib.evaluation.metric_tables import metric_rows
 from skill_assets.lib.evaluation.report import (
     ablation_table,

@@ -1,8 +1,8 @@
 """Copies of a ground-truth skill count as that skill, once: rankings are collapsed onto groups before metrics."""
 import numpy as np
 
-from skill_assets.lib.common.metrics import per_query_metrics
-from skill_assets.lib.common.skill_groups import (
+from skill_assets.lib.core.metrics import per_query_metrics
+from skill_assets.lib.core.skill_groups import (
     collapse_ranking,
     collapse_rankings,
     mapped_groups,

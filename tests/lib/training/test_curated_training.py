@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from skill_assets.lib.common.bundled_models import bundled_minilm
+from skill_assets.lib.models.bundled_models import bundled_minilm
 from skill_assets.lib.evaluation.curated_benchmark import load_requests
 from skill_assets.lib.retrieval.requests import UnresolvedSkillIds
 from skill_assets.lib.training.curated_training import corpus_holds_curated, curated_data_version, with_curated

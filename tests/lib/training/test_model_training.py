@@ -5,7 +5,7 @@ import pytest
 import torch
 from sentence_transformers import CrossEncoder, SentenceTransformer
 
-from skill_assets.lib.common.bundled_models import bundled_minilm
+from skill_assets.lib.models.bundled_models import bundled_minilm
 from skill_assets.lib.training.model_training import TrainingSettings, dev_slice, train_embedder, train_reranker
 from skill_assets.lib.training.training_loop import OptimConfig, evaluation_interval, run_training
 from skill_assets.lib.training.variants import EMBEDDER_VARIANTS, RERANKER_VARIANTS

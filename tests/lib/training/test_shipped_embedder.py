@@ -8,7 +8,7 @@ from dataclasses import replace
 
 from bilingual_pool import write_pool, write_requests
 
-from skill_assets.lib.common.bundled_models import bundled_minilm
+from skill_assets.lib.models.bundled_models import bundled_minilm
 from skill_assets.lib.retrieval.defaults import (
     SHIPPED_DIR,
     SHIPPED_EMBEDDER_DIR,

@@ -1,6 +1,6 @@
 import pytest
 
-from skill_assets.lib.common.frontmatter import ParsedSkill, SkillParseError, parse_skill_markdown
+from skill_assets.lib.core.frontmatter import ParsedSkill, SkillParseError, parse_skill_markdown
 
 
 def test_parses_bom_crlf_tabs_and_keeps_extra_keys():
@@ -83,7 +83,7 @@ def test_invalid_yaml_message_is_single_line():
 
 
 def test_repeated_front_matter_is_parsed_once_and_no_caller_shares_its_extra():
-    from skill_assets.lib.common import frontmatter
+    from skill_assets.lib.core import frontmatter
 
     frontmatter._HEADER_CACHE.clear()
     text = "---\nname: fork\ndescription: same header in every mirror\nversion: 2\n---\nbody {}\n"

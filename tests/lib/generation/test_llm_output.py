@@ -1,6 +1,6 @@
 import pytest
 
-from skill_assets.lib.common.llm_output import GeneratorDecision, parse_generator_output
+from skill_assets.lib.generation.llm_output import GeneratorDecision, parse_generator_output
 
 
 def test_plain_json_write():

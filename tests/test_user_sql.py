@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 from hostile_inputs import MB, SQL, repeated, sql_list
 
-from skill_assets.lib.common.user_sql import UserSqlError, checked_statements
+from skill_assets.user_sql import UserSqlError, checked_statements
 
 
 @pytest.mark.timeout(120)

@@ -13,7 +13,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from skill_assets.lib.common.encoder_backends import (
+from skill_assets.lib.models.encoder_backends import (
     _INPUTS,
     BACKENDS,
     cascade,

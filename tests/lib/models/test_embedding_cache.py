@@ -4,15 +4,15 @@ import numpy as np
 import pytest
 
 from skill_assets.lib.common import store
-from skill_assets.lib.common.embedding_cache import refresh_embeddings
-from skill_assets.lib.common.encoder_backends import torch_encode
+from skill_assets.lib.models.embedding_cache import refresh_embeddings
+from skill_assets.lib.models.encoder_backends import torch_encode
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 
 @pytest.fixture(scope="module")
 def minilm():
-    from skill_assets.lib.common.bundled_models import bundled_minilm
+    from skill_assets.lib.models.bundled_models import bundled_minilm
     from skill_assets.lib.training.model_training import load_bi_encoder
 
     return load_bi_encoder(bundled_minilm())

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from operator import attrgetter
 from pathlib import Path
 
-from skill_assets.lib.common.frontmatter import (
+from skill_assets.lib.core.frontmatter import (
     DEFAULT_LIMITS,
     FrontMatterLimits,
     ParsedSkill,

@@ -9,14 +9,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from skill_assets.lib.common import cpu, encoder_backends
-from skill_assets.lib.common.encoder_backends import (
+from skill_assets.lib.common import cpu
+from skill_assets.lib.models import encoder_backends
+from skill_assets.lib.models.encoder_backends import (
     QualityGate,
     bf16_encode,
     choose_encoder,
     torch_encode,
 )
-from skill_assets.lib.common.scorer_backends import RankGate, choose_scorer, torch_score
+from skill_assets.lib.models.scorer_backends import RankGate, choose_scorer, torch_score
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -40,7 +41,7 @@ def emulated(monkeypatch):
 
 @pytest.fixture(scope="module")
 def minilm():
-    from skill_assets.lib.common.bundled_models import bundled_minilm
+    from skill_assets.lib.models.bundled_models import bundled_minilm
     from skill_assets.lib.training.model_training import load_bi_encoder
 
     return load_bi_encoder(bundled_minilm(), max_seq_length=256)
@@ -114,7 +115,7 @@ def cross_encoder():
     import torch
     from sentence_transformers import CrossEncoder
 
-    from skill_assets.lib.common.bundled_models import bundled_minilm
+    from skill_assets.lib.models.bundled_models import bundled_minilm
 
     torch.manual_seed(0)  # the bundled MiniLM has no classification head: a seeded random one
     model = CrossEncoder(bundled_minilm(), num_labels=1, device="cpu")
@@ -150,7 +151,7 @@ def test_scorer_falls_back_when_order_is_not_kept_or_torch_is_asked(cross_encode
 
 
 def test_bf16_scorer_keeps_the_order_and_auto_takes_int8_without_native_bf16(cross_encoder, tmp_path, monkeypatch):
-    from skill_assets.lib.common.scorer_backends import bf16_score
+    from skill_assets.lib.models.scorer_backends import bf16_score
 
     got, want = bf16_score(cross_encoder, 32)(PAIRS), torch_score(cross_encoder, 32)(PAIRS)
     assert got.shape == want.shape and np.max(np.abs(got - want)) < 0.02
@@ -166,7 +167,7 @@ def test_bf16_scorer_keeps_the_order_and_auto_takes_int8_without_native_bf16(cro
 
 
 def test_cache_keys_name_the_cpu_where_the_backend_depends_on_it():
-    from skill_assets.lib.common.encoder_backends import backend_key
+    from skill_assets.lib.models.encoder_backends import backend_key
 
     assert backend_key("torch") == "torch" and backend_key("onnx-int8") == "onnx-int8"
     assert backend_key("auto").startswith("auto@") and backend_key("torch-bf16").startswith("torch-bf16@")

@@ -3,7 +3,7 @@ import math
 import numpy as np
 import pytest
 
-from skill_assets.lib.common.metrics import DEFAULT_KS, hit_matrix, mean_metrics, per_query_metrics
+from skill_assets.lib.core.metrics import DEFAULT_KS, hit_matrix, mean_metrics, per_query_metrics
 
 L3, L5 = 1 / math.log2(3), 1 / math.log2(5)  # rank-2 and rank-4 discounts
 FILL = [f"n{i}" for i in range(20)]

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import yaml
 
-from skill_assets.lib.common.archives import DEFAULT_LIMITS as DEFAULT_ARCHIVE_LIMITS
-from skill_assets.lib.common.archives import ArchiveError, ArchiveLimits, extract_skill_members
+from skill_assets.lib.corpus.archives import DEFAULT_LIMITS as DEFAULT_ARCHIVE_LIMITS
+from skill_assets.lib.corpus.archives import ArchiveError, ArchiveLimits, extract_skill_members
 
 #: license text read to guess its SPDX id (``detect_license`` looks at the first 4,000 characters)
 LICENSE_HEAD_BYTES = 16_000

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from skill_assets.lib.common.sources import SourceError, SourceSpec, detect_license, load_source_specs, prepare_source
+from skill_assets.lib.corpus.sources import SourceError, SourceSpec, detect_license, load_source_specs, prepare_source
 from skill_assets.lib.corpus.ingest import ingest_sources
 
 SKILL = "---\nname: {name}\ndescription: Does {name} things.\n---\n\n# {name}\n\nSteps for {name}.\n"

@@ -43,7 +43,7 @@ from skill_assets.lib.common import cpu
 from skill_assets.lib.common.cache_files import atomic_output, discard_damaged, write_text_atomic
 
 if TYPE_CHECKING:  # the cross-encoders' gate, defined with them
-    from skill_assets.lib.common.scorer_backends import RankGate
+    from skill_assets.lib.models.scorer_backends import RankGate
 
 BACKENDS = ("auto", "torch-bf16", "onnx-int8", "torch")
 _INPUTS = ("input_ids", "attention_mask", "token_type_ids")

@@ -13,14 +13,14 @@ from __future__ import annotations
 import pytest
 from hostile_inputs import FRONT_MATTER, MB, repeated, write
 
-from skill_assets.lib.common.frontmatter import (
+from skill_assets.lib.core.frontmatter import (
     DEFAULT_LIMITS,
     MAX_INT_CHARS,
     ParsedSkill,
     SkillParseError,
     parse_skill_markdown,
 )
-from skill_assets.lib.common.skill_files import read_skill
+from skill_assets.lib.core.skill_files import read_skill
 
 #: every reason the reader gives a file it refuses for its text (the file-system reasons aside)
 TEXT_REASONS = {"missing_front_matter", "unterminated_front_matter", "invalid_yaml", "front_matter_too_deep",

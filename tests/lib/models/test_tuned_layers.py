@@ -9,9 +9,9 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
-from skill_assets.lib.common.bundled_models import bundled_minilm
-from skill_assets.lib.common.embedding_cache import model_fingerprint
-from skill_assets.lib.common.tuned_layers import MARK_FILE, freeze_below, materialise, save_tuned, tuned_names
+from skill_assets.lib.models.bundled_models import bundled_minilm
+from skill_assets.lib.models.embedding_cache import model_fingerprint
+from skill_assets.lib.models.tuned_layers import MARK_FILE, freeze_below, materialise, save_tuned, tuned_names
 from skill_assets.lib.training.model_training import load_bi_encoder
 
 

@@ -26,6 +26,11 @@ runs start at once. Both are written atomically and checked when read back: a da
 discarded and made again.
 
 Cross-encoders (the router's reranker) get the same backends and gates in ``scorer_backends``.
+
+Requests are encoded by one of ``QUERY_BACKENDS`` (``choose_query_encoder``): ``numpy`` (the default) computes the
+model's own fp32 forward pass without torch (``numpy_bert``), where the folder is a model it implements, so a
+request over cached document vectors never imports torch; ``torch`` is the model itself. No gate is needed: both
+are fp32 and agree to 1e-6 (``tests/lib/models/test_numpy_bert.py``).
 """
 from __future__ import annotations
 
@@ -41,11 +46,13 @@ import numpy as np
 
 from skill_assets.lib.common import cpu
 from skill_assets.lib.common.cache_files import atomic_output, discard_damaged, write_text_atomic
+from skill_assets.lib.models import numpy_bert
 
 if TYPE_CHECKING:  # the cross-encoders' gate, defined with them
     from skill_assets.lib.models.scorer_backends import RankGate
 
 BACKENDS = ("auto", "torch-bf16", "onnx-int8", "torch")
+QUERY_BACKENDS = ("numpy", "torch")
 _INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 
 
@@ -334,6 +341,22 @@ def cascade(backend: str, bf16: Callable, int8: Callable):
     second = int8()
     second.reason = f"{first.reason}; {second.reason}"
     return second
+
+
+def choose_query_encoder(model_path: str | Path, backend: str, max_tokens: int, load_model: Callable[[], object],
+                         batch_size: int = 64) -> EncoderChoice:
+    """How requests are encoded: ``numpy`` where ``numpy_bert`` implements the folder's model (it reads texts to
+    ``max_tokens``, as the loaded model does), else, and for ``torch``, the sentence-transformers model that
+    ``load_model()`` returns; ``reason`` says why numpy was not used."""
+    if backend not in QUERY_BACKENDS:
+        raise ValueError(f"unknown query backend {backend!r}; choose one of {QUERY_BACKENDS}")
+    if backend == "torch":
+        return EncoderChoice(torch_encode(load_model(), batch_size), "torch", "requested")
+    if why := numpy_bert.refusal(model_path):
+        return EncoderChoice(torch_encode(load_model(), batch_size), "torch",
+                             f"the numpy encoder does not implement this model: {why}")
+    encoder = numpy_bert.NumpyBertEncoder(model_path, numpy_bert.max_tokens(model_path, max_tokens))
+    return EncoderChoice(encoder.encode, "numpy", "the model's fp32 forward pass in numpy")
 
 
 def choose_encoder(model, backend: str, cache_dir: Path, fingerprint: str, sample_texts: list[str],

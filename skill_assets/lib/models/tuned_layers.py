@@ -15,8 +15,10 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import torch
+if TYPE_CHECKING:  # torch is imported where a model is trained or saved, not where a materialised folder is found
+    import torch
 
 #: the state-dict prefix of a BERT-style sentence-transformers model's transformer layers
 LAYER_PREFIX = "encoder.layer."
@@ -54,6 +56,7 @@ def freeze_below(model, layers: int) -> int:
 
 def save_tuned(model, layers: int, path: Path) -> str:
     """The top ``layers`` of ``model`` as float16 safetensors at ``path``; returns the file's sha256."""
+    import torch
     from safetensors.torch import save_file
 
     state = _transformer(model).state_dict()
@@ -69,13 +72,13 @@ def materialise(base_dir: str | Path, tuned_file: str | Path, cache_root: str | 
     renamed into place, so a killed build leaves nothing half-written and two processes building at once
     both end with the same folder. A tuned file naming a tensor the base lacks, or of another shape, is
     refused (ValueError) rather than loaded into the wrong place."""
-    from safetensors.torch import load_file, save_file
-
     tuned_file = Path(tuned_file)
     sha = hashlib.sha256(tuned_file.read_bytes()).hexdigest()
     target = Path(cache_root).expanduser() / f"tuned-{sha[:16]}"
     if (target / MARK_FILE).is_file():
         return target
+    from safetensors.torch import load_file, save_file
+
     base_dir = Path(base_dir)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".tuned-", dir=target.parent))

@@ -3,7 +3,8 @@
 The model (a sentence-transformers folder: the bundled MiniLM or a trained embedder) is loaded
 once, lazily: a fully cached pool needs no model. Documents are embedded by the backend
 ``encoder_backends.choose_encoder`` picks (bf16 where this CPU runs it natively and agrees with
-fp32), requests by the model as is; a long request scores by its best piece.
+fp32), requests in fp32 by the one ``choose_query_encoder`` picks (numpy where it implements the model: a request
+over a cached pool then imports no torch); a long request scores by its best piece.
 """
 from __future__ import annotations
 
@@ -13,7 +14,13 @@ from pathlib import Path
 import numpy as np
 
 from skill_assets.lib.models.embedding_cache import model_fingerprint
-from skill_assets.lib.models.encoder_backends import backend_key, choose_encoder
+from skill_assets.lib.models.encoder_backends import (
+    QUERY_BACKENDS,
+    EncoderChoice,
+    backend_key,
+    choose_encoder,
+    choose_query_encoder,
+)
 from skill_assets.lib.common.hashing import digest
 from skill_assets.lib.retrieval.chunking import best_piece, chunk_embeddings
 from skill_assets.lib.retrieval.document_cache import CACHE_FORMAT, EmbeddingStore, embed_documents
@@ -41,20 +48,25 @@ class DenseIndex:
 
     def __init__(self, model_path: str | Path, cache_dir: Path, query_prompt: str = "", batch_size: int = 32,
                  backend: str = "torch-bf16", log: Callable[[str], None] = lambda msg: None,
-                 document_tokens: int | None = None) -> None:
+                 document_tokens: int | None = None, query_backend: str = "numpy") -> None:
         """``document_tokens``: read only the first that many tokens of each pool document (None: as many as the
         model reads, at most ``EMBEDDER_MAX_SEQ``). Requests are read whole either way. A fusion model fitted
-        on capped documents says so in its card (``Engine`` passes it on)."""
+        on capped documents says so in its card (``Engine`` passes it on). ``query_backend``: one of
+        ``QUERY_BACKENDS`` (``choose_query_encoder``)."""
         if document_tokens is not None and not 0 < document_tokens <= EMBEDDER_MAX_SEQ:
             raise ValueError(f"document_tokens must be in 1..{EMBEDDER_MAX_SEQ}, not {document_tokens}")
+        if query_backend not in QUERY_BACKENDS:
+            raise ValueError(f"unknown query backend {query_backend!r}; choose one of {QUERY_BACKENDS}")
         self.model_path = str(model_path)
         self.document_tokens = document_tokens
         self.cache_dir = cache_dir
         self.query_prompt = query_prompt
         self.batch_size = batch_size
         self.backend = backend
+        self.query_backend = query_backend
         self.log = log
         self._model = None
+        self._query_encoder: EncoderChoice | None = None
         self._fingerprint: str | None = None
         self.matrix: np.ndarray | None = None  # (n, d) float32, L2-normalised
         self.encode_calls = 0  # documents encoded (cache misses), for tests and logs
@@ -104,13 +116,19 @@ class DenseIndex:
                           return_offsets_mapping=True)["offset_mapping"]
         return [text[: span[-1][1]] if span else text for text, span in zip(texts, spans)]
 
-    def encode(self, texts: list[str], batch_size: int | None = None) -> np.ndarray:
-        import torch
+    @property
+    def query_encoder(self) -> EncoderChoice:
+        """The request encoder, chosen once; one log line where it is not the backend asked for, and why."""
+        if self._query_encoder is None:
+            choice = choose_query_encoder(self.model_path, self.query_backend, EMBEDDER_MAX_SEQ, lambda: self.model)
+            if choice.backend != self.query_backend:
+                self.log(f"query encoder: {choice.backend}, not {self.query_backend} ({choice.reason})")
+            self._query_encoder = choice
+        return self._query_encoder
 
-        with torch.inference_mode():
-            emb = self.model.encode(texts, batch_size=batch_size or self.batch_size, normalize_embeddings=True,
-                                    convert_to_numpy=True, show_progress_bar=False)
-        return np.asarray(emb, dtype=np.float32)
+    def encode(self, texts: list[str]) -> np.ndarray:
+        """Unit-length embeddings of requests (or pieces of one), by the request encoder."""
+        return self.query_encoder.encode(texts)
 
     def embed(self, documents: list[str], shard_size: int = 512, checkpoint: Callable[[], None] = lambda: None
               ) -> tuple[np.ndarray, int, int]:
@@ -131,10 +149,10 @@ class DenseIndex:
         matrix = self.matrix if matrix is None else matrix
         if matrix is None:
             raise RuntimeError("call index(skills) before routing")
+        self.query_encoder  # loaded before the thread limits, so that they limit what it runs on
         with request_threads(len(queries)):
-            emb, starts = chunk_embeddings([self.query_prompt + q.strip() for q in queries],
-                                           lambda texts: self.encode(texts, batch_size=64), QUERY_CHUNK_CHARS,
-                                           QUERY_GROUP, checkpoint)
+            emb, starts = chunk_embeddings([self.query_prompt + q.strip() for q in queries], self.encode,
+                                           QUERY_CHUNK_CHARS, QUERY_GROUP, checkpoint)
         with search_threads(len(emb)):
             return best_piece(emb @ matrix.T, starts)
 

@@ -6,6 +6,7 @@ from the engine: this is how the first index spends its minutes, the engine only
 """
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -32,8 +33,6 @@ def encode_side_by_side(dense: DenseIndex, dense_docs: list[str], encoder: Multi
         multilingual, more = MultilingualIndex.build_or_load(multilingual_docs, cache_dir, encoder, log,
                                                              shard_size, checkpoint)
         return matrix, multilingual, cached, encoded + more
-    import torch
-
     dense_threads = cores // 2
     dense_done, failed = threading.Event(), threading.Event()
     side: dict[str, object] = {}
@@ -52,14 +51,20 @@ def encode_side_by_side(dense: DenseIndex, dense_docs: list[str], encoder: Multi
             side["error"] = exc
             failed.set()
 
-    before = torch.get_num_threads()
+    #: torch's own thread count, read where the dense side first encodes: a pool whose dense vectors are all cached
+    #: encodes nothing there and never imports torch (its model is loaded with its first miss; the backend probe
+    #: before that chunk, once per model and CPU, runs on torch's own count)
+    torch_before: list[int] = []
 
     def dense_checkpoint() -> None:
+        """Before each dense chunk: half the cores while the multilingual side runs, every core once it is done."""
         stop_if_failed()
-        if not worker.is_alive():  # the multilingual side is done: the dense side takes every core
-            torch.set_num_threads(before)
+        import torch
 
-    torch.set_num_threads(dense_threads)
+        if not torch_before:
+            torch_before.append(torch.get_num_threads())
+        torch.set_num_threads(dense_threads if worker.is_alive() else torch_before[0])
+
     worker = threading.Thread(target=multilingual_side, name="skill-assets-multilingual-index", daemon=True)
     worker.start()
     dense_error: BaseException | None = None
@@ -70,7 +75,8 @@ def encode_side_by_side(dense: DenseIndex, dense_docs: list[str], encoder: Multi
         dense_error = exc
     finally:
         dense_done.set()
-        torch.set_num_threads(before)
+        if torch_before:
+            sys.modules["torch"].set_num_threads(torch_before[0])
         worker.join()
     if "error" in side:
         raise side["error"] if dense_error is None or isinstance(dense_error, IndexStopped) else dense_error

@@ -65,7 +65,8 @@ class Engine:
                  log: Callable[[str], None] | None = None, fusion: FusionModel | None = None,
                  selection: SelectionCut | None = None, signals: Sequence[str] | None = None,
                  multilingual_model: str = USE_MULTILINGUAL, lexical_fusion: FusionModel | None = None,
-                 lexical_selection: SelectionCut | None = None, abstention: Abstention | None = None) -> None:
+                 lexical_selection: SelectionCut | None = None, abstention: Abstention | None = None,
+                 query_backend: str = "numpy") -> None:
         """``fusion`` switches on the hybrid path (its signals are indexed); ``signals`` asks for signals to be
         indexed without a fusion model (the evaluation and the fusion training score each one alone).
         ``fusion``'s card says how documents are read, as its features were computed: ``document_tokens`` caps
@@ -74,7 +75,8 @@ class Engine:
         ``lexical_fusion`` (a fusion over ``bm25`` alone) and its cut answer while only BM25 is indexed
         (``route``); without one those answers are BM25's own ranking. ``abstention`` (fitted over ``fusion`` and
         these encoders: ``abstention.load_abstention``) empties ``selected`` of the fused answers where no skill
-        fits."""
+        fits. ``query_backend``: how the bi-encoder reads requests (``DenseIndex``: numpy where it implements the model,
+        so routing over a cached pool imports no torch; ``torch``)."""
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         for kind, p in (("embedder", embedder_path), ("reranker", reranker_path)):
             if p and not Path(p).exists():
@@ -94,7 +96,7 @@ class Engine:
         self.multilingual_caps = replace(MULTILINGUAL_CAPS, body_chars=card.get("multilingual_body_chars",
                                                                                 MULTILINGUAL_CAPS.body_chars))
         self.dense = DenseIndex(embedder_path, self.cache_dir, query_prompt, batch_size, embedder_backend, self.log,
-                                card.get("document_tokens"))
+                                card.get("document_tokens"), query_backend)
         self.reranker_backend = reranker_backend
         self.reranker_max_length = reranker_max_length
         self.reranker: Reranker | None = None
@@ -144,7 +146,7 @@ class Engine:
             raise RuntimeError("the pool is indexed already: set how documents are read before indexing")
         d = self.dense
         self.dense = DenseIndex(d.model_path, d.cache_dir, d.query_prompt, d.batch_size, d.backend, self.log,
-                                document_tokens)
+                                document_tokens, d.query_backend)
         self.multilingual_caps = replace(self.multilingual_caps, body_chars=multilingual_body_chars)
 
     # ---- indexing

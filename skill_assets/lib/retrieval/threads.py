@@ -1,8 +1,9 @@
-"""Thread limits for per-request work: BLAS for similarity products, torch while a few queries are encoded."""
+"""Thread limits for per-request work: BLAS for similarity products, torch and BLAS while a few queries are encoded."""
 from __future__ import annotations
 
 import contextlib
 import functools
+import sys
 from collections.abc import Iterator
 
 from threadpoolctl import ThreadpoolController
@@ -26,17 +27,22 @@ def search_threads(n_queries: int):
 
 @contextlib.contextmanager
 def request_threads(n_queries: int) -> Iterator[None]:
-    """Torch on one thread while a few queries are encoded, then back. A single request is too small to split,
-    and on a busy machine an intra-op pool only spins against other work: measured on 2 cores under load
-    (load average 5), MiniLM + USE for one request took 374 + 133 ms with torch's 2 threads, 11 + 3 ms with 1."""
-    import torch
-
-    before = torch.get_num_threads()
-    if n_queries >= SMALL_BATCH or before == 1:
+    """Torch and BLAS on one thread while a few queries are encoded, then back. A single request is too small to
+    split, and on a busy machine an intra-op pool only spins against other work: measured on 2 cores under load
+    (load average 5), MiniLM + USE for one request took 374 + 133 ms with torch's 2 threads, 11 + 3 ms with 1; the
+    numpy MiniLM (``numpy_bert``) runs on BLAS. Torch is limited only where something has imported it: importing
+    it here would cost a request over a cached pool the second the numpy request encoder saves."""
+    if n_queries >= SMALL_BATCH:
         yield
         return
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
+    torch = sys.modules.get("torch")
+    before = torch.get_num_threads() if torch is not None else 1
+    with _blas().limit(limits=1, user_api="blas"):
+        if before == 1:
+            yield
+            return
+        torch.set_num_threads(1)
+        try:
+            yield
+        finally:
+            torch.set_num_threads(before)

@@ -28,18 +28,21 @@ Set-Compat, and a part's best three skills instead of one lower; ``bench/long_ta
 candidate depth and the setup parts again. The short dev sets route as before or better
 (their requests of several parts are a few percent).
 
+How many of the merged skills are loaded is the selection cut's (``SelectionCut.select_by_parts``): a request of
+more need parts than the cut's cap may load each part's best skill, up to four.
+
 A request of one part, an engine without a fusion, or one whose encoders' indexes are still building, routes
 exactly as ``Engine.route`` does. Merged rankings are not reranked: the cross-encoder reads the head of one text,
 and a long statement is past what it reads.
 """
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 
 from skill_assets.lib.retrieval.engine import Engine
 from skill_assets.lib.retrieval.pool_index import PoolIndex
 from skill_assets.lib.retrieval.results import Fused, RankedSkill, RoutedRequest
+from skill_assets.lib.retrieval.selection import PART_PROBABILITY, PARTS_MOST
 from skill_assets.lib.retrieval.task_parts import need_parts, task_parts
 
 #: how many of the whole request's fused skills the parts may lift: the fusion's own candidate depth
@@ -48,12 +51,11 @@ CANDIDATES = 50
 #: one 24; a paste of many more (a 20,000-character log made about 60) is no task statement the merge was chosen on,
 #: and scoring each part costs one encoding (that paste took 44 s of wall time by parts), so it is routed whole
 MAX_PARTS = 24
-#: a probability kept off 0 and 1, so that its logit (the fused-score scale) stays finite
-_EPS = 1e-9
 
 
 def route_by_parts(engine: Engine, queries: list[str], top_k: int = 20, cap: int | None = None,
-                   candidates: int = CANDIDATES, setup_parts: bool = False,
+                   candidates: int = CANDIDATES, setup_parts: bool = False, most: int = PARTS_MOST,
+                   part_probability: float = PART_PROBABILITY,
                    route_whole: Callable[[list[str]], list[RoutedRequest]] | None = None,
                    checkpoint: Callable[[], None] = lambda: None) -> list[RoutedRequest]:
     """``Engine.route`` for requests that may be long task statements: each request of several parts is scored
@@ -61,9 +63,10 @@ def route_by_parts(engine: Engine, queries: list[str], top_k: int = 20, cap: int
     ``MAX_PARTS``) is routed by ``route_whole`` (default ``engine.route``; ``Router.route``, which routes through
     here, passes the engine's own).
 
-    ``candidates`` (how many of the whole's skills the parts may lift) and ``setup_parts`` (keep the parts a section
-    label marks as setting, which ``need_parts`` leaves out) are what ``bench/long_tasks.py`` varies; the defaults
-    are the settings chosen on dev. The whole requests and all their parts are scored in one call per signal (each
+    ``candidates`` (how many of the whole's skills the parts may lift), ``setup_parts`` (keep the parts a section
+    label marks as setting, which ``need_parts`` leaves out), and ``most`` and ``part_probability`` (how many skills
+    it loads: ``SelectionCut.select_by_parts``) are what ``bench/long_tasks.py`` varies; the defaults are the
+    settings chosen on dev. The whole requests and all their parts are scored in one call per signal (each
     encoder reads them piece by piece: ``dense.QUERY_GROUP``); ``checkpoint()`` is called between the pieces and
     the stages (``serve``)."""
     if top_k < 1:
@@ -82,33 +85,26 @@ def route_by_parts(engine: Engine, queries: list[str], top_k: int = 20, cap: int
                               pool=pool))
     for i, parts in split.items():
         whole = next(fused)
-        out[i] = _merged(engine, queries[i], whole, [next(fused) for _ in parts], top_k, cap, candidates, pool)
+        out[i] = _merged(engine, queries[i], whole, [next(fused) for _ in parts], top_k, cap, candidates, pool,
+                         most, part_probability)
     return [out[i] for i in range(len(queries))]
 
 
 def _merged(engine: Engine, query: str, whole: Fused, parts: Sequence[Fused], top_k: int, cap: int | None,
-            candidates: int, pool: PoolIndex) -> RoutedRequest:
+            candidates: int, pool: PoolIndex, most: int, part_probability: float) -> RoutedRequest:
     """One request's merged ranking and selection (the noisy-OR of the module's docstring)."""
     cut = engine.selection
-    a, b = (cut.a, cut.b) if cut.a > 0 else (1.0, 0.0)  # an inverted calibration would invert the merge
-
-    def probability(score: float) -> float:
-        return min(max(1.0 / (1.0 + math.exp(-(a * score + b))), _EPS), 1.0 - _EPS)
-
     head = [int(j) for j in whole.order[:candidates]]
     row_of = {int(whole.cands.rows[j]): j for j in head}
-    miss = {j: 1.0 - probability(float(whole.scores[j])) for j in head}  # P(no evidence serves s)
+    miss = {j: 1.0 - cut.probability(float(whole.scores[j])) for j in head}  # P(no evidence serves s)
+    lifted: set[int] = set()  # the parts' best skills
     for part in parts:
         best = next((int(k) for k in part.order if int(part.cands.rows[k]) in row_of), None)
         if best is not None:
             j = row_of[int(part.cands.rows[best])]
-            miss[j] *= 1.0 - probability(float(part.scores[best]))
-
-    def fused_scale(j: int) -> float:
-        p = min(max(1.0 - miss[j], _EPS), 1.0 - _EPS)
-        return (math.log(p / (1.0 - p)) - b) / a
-
-    merged = sorted(((fused_scale(j), -n, j) for n, j in enumerate(head)), reverse=True)
+            miss[j] *= 1.0 - cut.probability(float(part.scores[best]))
+            lifted.add(j)
+    merged = sorted(((cut.fused_score(1.0 - miss[j]), -n, j) for n, j in enumerate(head)), reverse=True)
     order = [j for _, _, j in merged] + [int(j) for j in whole.order[candidates:]]
     scores = {j: s for s, _, j in merged} | {int(j): float(whole.scores[j]) for j in whole.order[candidates:]}
     names = engine.fusion.signals
@@ -117,5 +113,7 @@ def _merged(engine: Engine, query: str, whole: Fused, parts: Sequence[Fused], to
                            "fused": round(scores[j], 6)})
               for j in order[:top_k]]
     ids = [pool.ids[whole.cands.rows[j]] for j in order]
-    selected = cut.select(ids, [scores[j] for j in order], engine.similarity, query, cap)
+    selected = cut.select_by_parts(ids, [scores[j] for j in order], engine.similarity, query,
+                                   {pool.ids[whole.cands.rows[j]] for j in lifted}, len(parts), cap, most,
+                                   part_probability)
     return RoutedRequest(ranked, selected, tuple(names))

@@ -15,12 +15,32 @@ scaling), how far the second and third fall behind the first, and how alike the 
 out-of-fold fused rankings of the train requests, so the calibration is that of requests the
 fusion has not seen. A skill that is a copy of one already kept (another repository's copy:
 documents with cosine ≥ ``copy_cosine``) is passed over, since loading it twice helps nobody.
+
+A long task statement routed by its parts (``part_routing``) needs two to six skills, one for each of its needs, and
+the cut predicts F1 only up to its own cap (three). So a request of more need parts than that cap loads what the cut
+selects and then each need part's best skill (the skill the merge lifted for that part) whose merged score the cut
+reads as at least ``PART_PROBABILITY`` likely relevant, up to ``min(PARTS_MOST, number of need parts)`` skills, never
+more than ``PARTS_MAX`` (``select_by_parts``). The cut is not refitted: this reads its Platt scaling only.
+
+Chosen on the long-task dev split (65 tasks, 2 to 6 skills each) by the selected set's F1 (``bench/long_tasks.py
+--choose``, most 3 to 6 by probability 0 to 1). The cut alone loads 2.31 skills a task there, precision / recall / F1
+47.4 / 39.3 / 41.7 %; this rule 3.08, 44.1 / 48.8 / 44.6 (F1 +2.9 [-0.6, +6.5], paired bootstrap): recall gains
+what precision loses, and the F1 gain is the best of the grid, so a small one within what another draw of tasks
+would move. Loading up to six instead of four gave 3.43, 40.2 / 49.4 / 42.4 (every part's best, probability 0:
+4.85, 31.9 / 52.4 / 37.7): a part's best skill past the fourth is more often wrong than needed. Letting the parts add
+to requests of two or three parts as well cost the short dev sets' requests of several parts (set F1 over curated
+dev 62.9 -> 61.1, meaning dev 58.3 -> 57.6) for no long-dev gain; with the rule as chosen, meaning dev 58.3 -> 57.9,
+curated dev 62.9 -> 62.8, styles dev unchanged. A request of one part selects exactly as before.
+
+The long-task test split (41 tasks), scored once after the choice, did not bear it out: the cut alone 2.29 skills,
+67.1 / 58.7 / 60.8 (exact 22.0), this rule 3.17, 52.6 / 62.3 / 54.7 (exact 12.2): recall rose less than precision
+fell. The rankings, and so Hit@1, Set-Compat and FC@10, are the same either way (docs/RESULTS.md, long-tasks).
 """
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -32,6 +52,14 @@ DEFAULT_CAP = 3
 #: the most skills a saved cut may select: long tasks need up to six; more is a damaged file
 MAX_CAP = 10
 COPY_COSINE = 0.97
+#: never more skills than this for a request routed by parts: the long task statements need two to six
+PARTS_MAX = 6
+#: the most skills a request routed by parts loads, chosen on long dev among 3 to ``PARTS_MAX`` (module docstring)
+PARTS_MOST = 4
+#: a need part's best skill is loaded where the cut reads its merged score as at least this likely relevant
+PART_PROBABILITY = 0.3
+#: a probability kept off 0 and 1, so that its logit (the fused-score scale) stays finite
+_EPS = 1e-9
 _SENTENCE = re.compile(r"[.!?。！？；;\n]+")
 FEATURES = ("log_chars", "log_sentences", "p_1", "p_2", "p_3", "cos_1_2", "cos_1_3", "cos_2_3", "gap_1_2",
             "gap_1_3")
@@ -103,6 +131,44 @@ class SelectionCut:
         f1 = self.predicted_f1(self.features(kept, kept_scores, similarity, query))[:len(kept)]
         return kept[:int(np.argmax(f1)) + 1]
 
+    @property
+    def calibration(self) -> tuple[float, float]:
+        """(a, b) of the Platt scaling that reads a fused score as a probability of relevance; an inverted one
+        (a ≤ 0, a damaged fit) is read as the plain logistic, since it would rank likelier skills as less likely."""
+        return (self.a, self.b) if self.a > 0 else (1.0, 0.0)
+
+    def probability(self, score: float) -> float:
+        """The calibrated probability that a skill of this fused score is relevant, kept off 0 and 1."""
+        a, b = self.calibration
+        return min(max(1.0 / (1.0 + math.exp(-(a * score + b))), _EPS), 1.0 - _EPS)
+
+    def fused_score(self, probability: float) -> float:
+        """The fused score ``probability`` reads as this probability (its inverse, the probability kept off 0 and 1
+        so that the score stays finite): how a merge of probabilities is put back on the fused-score scale."""
+        a, b = self.calibration
+        p = min(max(probability, _EPS), 1.0 - _EPS)
+        return (math.log(p / (1.0 - p)) - b) / a
+
+    def select_by_parts(self, ranked: Sequence[str], scores: Sequence[float], similarity: Similarity, query: str,
+                        part_best: Collection[str], n_parts: int, cap: int | None = None,
+                        most: int = PARTS_MOST, part_probability: float = PART_PROBABILITY) -> list[str]:
+        """The skills to load for a request routed by ``n_parts`` need parts: ``select``'s, then, where the parts
+        outnumber the cut's cap, each skill of ``part_best`` (a part's best skill) in ranking order whose probability
+        reaches ``part_probability`` and that is no copy of one kept, up to ``min(cap or most, most, n_parts,
+        PARTS_MAX)`` (the module's docstring). ``most`` and ``part_probability`` are what ``bench/long_tasks.py
+        --choose`` varies."""
+        kept = self.select(ranked, scores, similarity, query, cap)
+        if n_parts <= self.cap:
+            return kept
+        limit = min(cap or most, most, n_parts, PARTS_MAX)
+        for sid, s in zip(ranked, scores):
+            if len(kept) >= limit:
+                break
+            if (sid in part_best and sid not in kept and self.probability(s) >= part_probability
+                    and not any(similarity(sid, k) >= self.copy_cosine for k in kept)):
+                kept.append(sid)
+        return kept
+
     def as_dict(self) -> dict:
         body = asdict(self)
         return {**body, "mean": list(self.mean), "scale": list(self.scale), "coef": [list(r) for r in self.coef],
@@ -136,16 +202,21 @@ class SelectionCut:
                    None if alpha is None else number_list(path, "alpha", [alpha])[0], cap, copy_cosine)
 
 
-def set_scores(selected: Sequence[str], groups: Sequence[Sequence[str]]) -> tuple[float, float]:
-    """(exact-set match, set F1) of a selection against ground-truth groups: a group is covered by any member,
-    and a second member of a covered group counts as a wrong pick."""
-    group_of = {sid: i for i, g in enumerate(groups) for sid in g}
-    covered = {group_of[s] for s in selected if s in group_of}
+def set_precision_recall(selected: Sequence[str], groups: Sequence[Sequence[str]]) -> tuple[float, float]:
+    """(precision, recall) of a selection against ground-truth groups: a group is covered by any member, and a
+    second member of a covered group counts as a wrong pick; (0, 0) for an empty selection."""
     if not selected:
         return 0.0, 0.0
-    precision, recall = len(covered) / len(selected), len(covered) / len(groups)
-    f1 = 0.0 if not covered else 2 * precision * recall / (precision + recall)
-    return float(len(covered) == len(groups) == len(selected)), f1
+    group_of = {sid: i for i, g in enumerate(groups) for sid in g}
+    covered = len({group_of[s] for s in selected if s in group_of})
+    return covered / len(selected), covered / len(groups)
+
+
+def set_scores(selected: Sequence[str], groups: Sequence[Sequence[str]]) -> tuple[float, float]:
+    """(exact-set match, set F1) of a selection against ground-truth groups (``set_precision_recall``)."""
+    precision, recall = set_precision_recall(selected, groups)
+    f1 = 0.0 if not precision else 2 * precision * recall / (precision + recall)
+    return float(precision == recall == 1.0), f1
 
 
 def platt(scores: np.ndarray, labels: np.ndarray) -> tuple[float, float]:

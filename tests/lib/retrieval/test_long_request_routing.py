@@ -51,9 +51,13 @@ def test_long_requests_in_both_languages_route_as_before_the_one_pass_scoring(ro
     assert all(len(need_parts(task_parts(r.query))) > 1 for r in requests)  # every one takes the part-wise path
     expected = json.loads(EXPECTED.read_text())
     answers = router.route([r.query for r in requests], top_k=20)
-    for request, answer in zip(requests, answers):
+    # the selection then was the cut's alone (at most its cap); a statement of more need parts now adds their best
+    cut_alone = route_by_parts(router, [r.query for r in requests], top_k=20, most=router.selection.cap,
+                               part_probability=1.0)
+    for request, answer, alone in zip(requests, answers, cut_alone):
         want = expected[request.id]
-        assert _ranked(answer) == (want["ranking"], want["selected"]), request.id
+        assert _ranked(alone) == (want["ranking"], want["selected"]), request.id
+        assert answer.ranking == alone.ranking and answer.selected[:len(alone.selected)] == alone.selected
         assert [round(r.score, 4) for r in answer.ranking] == pytest.approx(want["scores"], abs=2e-4)
 
 

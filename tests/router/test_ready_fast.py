@@ -91,7 +91,7 @@ def test_a_second_start_encodes_nothing_and_goes_full_once_its_request_encoders_
     hold.set()
     stats = build.wait()
     assert build.complete and stats.encoded == 0 and stats.cached == len(SKILLS) and second.encode_calls == 0
-    assert second.ready_signals == SIGNALS and second.dense._model is not None  # loaded before it was published
+    assert second.ready_signals == SIGNALS and second.dense._query_encoder is not None  # loaded before it was published
     assert np.array_equal(second.dense.matrix, first.dense.matrix)
     (routed,) = second.route([EN_DOCKER], top_k=3)
     assert routed.signals_used == SIGNALS and routed.as_dict()["signals_used"] == list(SIGNALS)

@@ -1,7 +1,7 @@
 """Can a cross-encoder trained here rerank the shipped router's head better than the fusion alone? Dev says.
 
     .venv/bin/python bench/reranker_trial.py [--max-length 192] [--epochs 1] [--lists 4] [--depth 20]
-        [--train-requests N] [--evaluations 4]
+        [--train-requests N] [--evaluations 4] [--residual --train-layers 2 --head-learning-rate 1e-3]
 
 The trial the adoption rule needs before a reranker ships (issue 32): the shipped router (fusion over BM25,
 the fine-tuned MiniLM and USE) ranks the whole shared corpus; a cross-encoder initialised from the fine-tuned
@@ -11,7 +11,13 @@ each train request of the meaning-only and curated sets, every ground-truth skil
 fusion's fit: ``shipped_router.held_out_dense``). Every ``1/evaluations`` of the run it reranks the fused
 top ``--depth`` of the dev requests (meaning-only, curated and styles dev) and scores NDCG@10; the best
 step's paired difference against the fusion alone, with its 95 % bootstrap interval, is the verdict: a
-reranker ships only where that interval lies above 0. No test request is read. Writes its section of
+reranker ships only where that interval lies above 0. No test request is read.
+
+``--residual`` trains the cross-encoder as a correction of the fusion: its score is added to the fused score
+(the list's prior), its head starts at zero (step 0 is the fusion exactly), the lists are the fused heads that
+hold a ground-truth skill (a head without one cannot be fixed by reordering), and the head learns at a rate of
+its own; ``--train-layers K`` trains only the top K encoder layers (a cheaper backward pass, and an artifact of
+those layers alone). Writes its section of
 docs/RESULTS.md (the learning curve and the verdict) and ends with one JSON line.
 """
 from __future__ import annotations
@@ -20,11 +26,13 @@ import argparse
 import json
 import os
 import random
+import re
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
+import torch
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -40,7 +48,14 @@ from skill_assets.lib.retrieval.ranking import rerank  # noqa: E402
 from skill_assets.lib.retrieval.requests import group_metrics  # noqa: E402
 from skill_assets.lib.retrieval.reranking import QUERY_CHARS  # noqa: E402
 from skill_assets.lib.retrieval.signals import SIGNALS  # noqa: E402
-from skill_assets.lib.training.reranker_training import build_list, build_loss, reranker_batch_loss  # noqa: E402
+from skill_assets.lib.training.reranker_training import (  # noqa: E402
+    LABEL_GROUND_TRUTH,
+    LABEL_OTHER,
+    RerankList,
+    build_list,
+    build_loss,
+    reranker_batch_loss,
+)
 from skill_assets.lib.training.training_loop import OptimConfig, evaluation_interval, run_training  # noqa: E402
 from skill_assets.router.routing import stderr_log  # noqa: E402
 from skill_assets.router.shipped_router import fitting_requests, held_out_dense  # noqa: E402
@@ -57,6 +72,9 @@ def main() -> int:
     ap.add_argument("--learning-rate", type=float, default=3e-5)
     ap.add_argument("--evaluations", type=int, default=4)
     ap.add_argument("--train-requests", type=int, help="a seeded sample of this many train requests (default: all)")
+    ap.add_argument("--residual", action="store_true", help="learn a correction added to the fused score")
+    ap.add_argument("--train-layers", type=int, help="train only the top K encoder layers (default: all)")
+    ap.add_argument("--head-learning-rate", type=float, help="the scoring head's own learning rate")
     ap.add_argument("--no-doc", action="store_true")
     args = ap.parse_args()
     from sentence_transformers import CrossEncoder
@@ -85,34 +103,53 @@ def main() -> int:
         return [list(zip(r[: args.depth], map(float, s[: args.depth]))) for r, s in zip(out_ids, out_scores)]
 
     train_heads, dev_heads = heads(train, True), heads(dev, False)
-    # every skill of a ground-truth group is a positive (a copy in the head is no negative), the first of each
-    # group always in the list
-    lists = [build_list(r.query[:QUERY_CHARS], list(dict.fromkeys([g[0] for g in r.groups]
-                                                                  + [sid for sid, _ in h if sid in r.relevant])),
-                        [], [sid for sid, _ in h], args.depth) for r, h in zip(train, train_heads)]
+    if args.residual:
+        lists = [RerankList(r.query[:QUERY_CHARS], tuple(sid for sid, _ in h),
+                            tuple(LABEL_GROUND_TRUTH if sid in r.relevant else LABEL_OTHER for sid, _ in h),
+                            tuple(score for _, score in h))
+                 for r, h in zip(train, train_heads) if any(sid in r.relevant for sid, _ in h)]
+    else:  # every skill of a ground-truth group is a positive (a copy in the head is no negative), the first
+        # of each group always in the list
+        lists = [build_list(r.query[:QUERY_CHARS], list(dict.fromkeys([g[0] for g in r.groups]
+                                                                      + [sid for sid, _ in h if sid in r.relevant])),
+                            [], [sid for sid, _ in h], args.depth) for r, h in zip(train, train_heads)]
     rng = random.Random(0)
     order = [i for _ in range(args.epochs) for i in rng.sample(range(len(lists)), len(lists))]
     batches = [[lists[i] for i in order[s: s + args.lists]] for s in range(0, len(order), args.lists)]
-    model = CrossEncoder(tuned_embedder(), num_labels=1, max_length=args.max_length, device="cpu")
+    model = CrossEncoder(str(tuned_embedder()), num_labels=1, max_length=args.max_length, device="cpu",
+                         activation_fn=torch.nn.Identity() if args.residual else None)
+    if args.residual:
+        head = model[0].model.classifier
+        torch.nn.init.zeros_(head.weight)
+        torch.nn.init.zeros_(head.bias)
+    if args.train_layers is not None:
+        layers = model[0].model.config.num_hidden_layers
+        for name, param in model.named_parameters():
+            layer = re.search(r"encoder\.layer\.(\d+)\.", name)
+            if "embeddings." in name or (layer and int(layer.group(1)) < layers - args.train_layers):
+                param.requires_grad_(False)
     loss = build_loss("listwise_ce")
     fused_ndcg = group_metrics([[sid for sid, _ in h] for h in dev_heads], dev)["ndcg@10"]
     per_step: dict[int, np.ndarray] = {}
 
     def evaluate() -> float:
         runs = rerank([r.query[:QUERY_CHARS] for r in dev], dev_heads, texts,
-                      lambda pairs: model.predict(pairs, batch_size=64, show_progress_bar=False), args.depth)
+                      lambda pairs: model.predict(pairs, batch_size=64, show_progress_bar=False), args.depth,
+                      residual=args.residual)
         values = group_metrics([[sid for sid, _ in run] for run in runs], dev)["ndcg@10"]
         per_step[len(per_step)] = values
         return float(np.nanmean(values))
 
     with tempfile.TemporaryDirectory() as tmp:
         outcome = run_training(model, batches, lambda batch: reranker_batch_loss(model, loss, batch, texts),
-                               OptimConfig(args.learning_rate, checkpoint_every=10 ** 9), Path(tmp) / "ckpt.pt",
+                               OptimConfig(args.learning_rate, checkpoint_every=10 ** 9,
+                                           head_learning_rate=args.head_learning_rate), Path(tmp) / "ckpt.pt",
                                "trial", stderr_log, evaluate, evaluation_interval(len(batches), args.evaluations))
     best = int(np.argmax([s for _, s in outcome.dev_scores]))
     delta = per_step[best] - fused_ndcg
     lo, hi = bootstrap_interval(delta)
-    figures = {"train_lists": len(lists), "dev_requests": len(dev), "steps": outcome.steps,
+    figures = {"residual": args.residual, "train_layers": args.train_layers,
+               "head_learning_rate": args.head_learning_rate, "train_lists": len(lists), "dev_requests": len(dev), "steps": outcome.steps,
                "depth": args.depth, "max_length": args.max_length, "learning_rate": args.learning_rate,
                "fused_dev_ndcg10": round(float(np.nanmean(fused_ndcg)), 4),
                "learning_curve": [[step, round(score, 4)] for step, score in outcome.dev_scores],
@@ -121,15 +158,22 @@ def main() -> int:
                "ships": bool(lo > 0), "minutes": round((time.perf_counter() - started) / 60, 1)}
     if not args.no_doc:
         curve = ", ".join(f"step {s}: {v:.3f}" for s, v in figures["learning_curve"])
-        write_section("reranker-trial", f"`bench/reranker_trial.py --max-length {args.max_length} --epochs "
-                      f"{args.epochs} --lists {args.lists} --depth {args.depth} --train-requests "
-                      f"{args.train_requests or len(train)} --evaluations {args.evaluations}`: a cross-encoder from the fine-tuned "
-                      f"MiniLM (fresh head), listwise on the shipped router's fused top {args.depth} of "
-                      f"{len(lists)} train requests, {outcome.steps} steps, {figures['minutes']} min on 2 cores.\n\n"
+        flags = (f" --residual --train-layers {args.train_layers} --head-learning-rate {args.head_learning_rate}"
+                 if args.residual else "")
+        design = (f"a correction added to the fused score (head at zero, top {args.train_layers} layers trained), "
+                  f"on the {len(lists)} fused heads that hold a ground-truth skill" if args.residual else
+                  f"a fresh head, on {len(lists)} train requests")
+        write_section("reranker-trial-residual" if args.residual else "reranker-trial",
+                      f"`bench/reranker_trial.py --max-length {args.max_length} --epochs {args.epochs} --lists "
+                      f"{args.lists} --depth {args.depth} --train-requests {args.train_requests or len(train)} "
+                      f"--evaluations {args.evaluations}{flags}`: a cross-encoder from the fine-tuned MiniLM "
+                      f"reranking the shipped router's fused top {args.depth}, listwise, {design}; "
+                      f"{outcome.steps} steps, {figures['minutes']} min on 2 cores.\n\n"
                       f"- dev ({len(dev)} requests: meaning-only, curated, styles) NDCG@10 of the fusion alone: "
-                      f"{figures['fused_dev_ndcg10']:.3f}\n- reranked, by step (step 0 = the fresh head): {curve}\n"
+                      f"{figures['fused_dev_ndcg10']:.3f}\n- reranked, by step (step 0 = the untrained head): {curve}\n"
                       f"- best step {figures['best_step']} against the fusion alone: "
-                      f"{figures['dev_ndcg10_delta'][0]:+.3f} [{lo:+.3f}, {hi:+.3f}] NDCG@10\n"
+                      f"{figures['dev_ndcg10_delta'][0]:+.3f} [{lo:+.3f}, {hi:+.3f}] NDCG@10 (the step is chosen on "
+                      f"the same dev requests, so the interval flatters it)\n"
                       f"- verdict: {'ships' if figures['ships'] else 'not shipped: the interval does not lie above 0'}")
     print(json.dumps(figures))
     return 0

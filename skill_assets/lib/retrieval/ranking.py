@@ -29,14 +29,19 @@ def top_k_rankings(scores: np.ndarray, ids: Sequence[str], k: int) -> list[Ranki
 
 
 def rerank(queries: Sequence[str], first_stage: Sequence[Ranking], skill_text: dict[str, str],
-           score_pairs: Callable[[list[tuple[str, str]]], np.ndarray], depth: int = 20) -> list[Ranking]:
-    """Rescore the top ``depth`` of each first-stage ranking with a cross-encoder; the rest keep their order below."""
+           score_pairs: Callable[[list[tuple[str, str]]], np.ndarray], depth: int = 20,
+           residual: bool = False) -> list[Ranking]:
+    """Rescore the top ``depth`` of each first-stage ranking with a cross-encoder; the rest keep their order below.
+
+    ``residual``: the cross-encoder's score is added to the first stage's (a reranker trained as a correction of
+    that stage, ``reranker_training``'s prior) instead of replacing it."""
     pairs = [(q, skill_text[sid]) for q, ranking in zip(queries, first_stage) for sid, _ in ranking[:depth]]
     scores = score_pairs(pairs) if pairs else np.array([])
     out, pos = [], 0
     for ranking in first_stage:
         head = ranking[:depth]
-        rescored = sorted(((sid, float(scores[pos + i])) for i, (sid, _) in enumerate(head)), key=lambda t: -t[1])
+        rescored = sorted(((sid, float(scores[pos + i]) + (first if residual else 0.0))
+                           for i, (sid, first) in enumerate(head)), key=lambda t: -t[1])
         pos += len(head)
         floor = min((s for _, s in rescored), default=0.0)
         out.append(rescored + [(sid, floor - 1 - i) for i, (sid, _) in enumerate(ranking[depth:])])

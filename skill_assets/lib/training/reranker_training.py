@@ -2,6 +2,11 @@
 
 A list holds ground-truth skills (label 3), SKIP partners (label 1, unless the variant drops or
 shuffles them) and the embedder's top candidates as padding (label 0), up to ``list_size``.
+
+A list may carry a *prior*: the first stage's score of each of its skills. The cross-encoder's
+score is then added to it, so the model learns a correction to the first stage's ordering rather
+than an ordering from nothing; with a head that starts at zero, step 0 is the first stage exactly
+(``ranking.rerank(..., residual=True)`` scores the same way at routing time).
 """
 from __future__ import annotations
 
@@ -27,6 +32,7 @@ class RerankList:
     query: str
     skill_ids: tuple[str, ...]
     labels: tuple[int, ...]
+    prior: tuple[float, ...] = ()  # the first stage's score of each skill, or () for none
 
 
 def build_list(query: str, ground_truth: list[str], skip_partners: list[str], embedder_top: list[str],
@@ -82,6 +88,8 @@ def reranker_batch_loss(model, loss: nn.Module, lists: list[RerankList], skill_t
     for i, lst in enumerate(lists):
         n = len(lst.skill_ids)
         scores[i, :n] = flat[pos : pos + n]
+        if lst.prior:
+            scores[i, :n] = scores[i, :n] + torch.tensor(lst.prior, dtype=flat.dtype, device=device)
         labels[i, :n] = torch.tensor(lst.labels, dtype=torch.float, device=device)
         mask[i, :n] = True
         pos += n

@@ -32,6 +32,10 @@ class OptimConfig:
     warmup_ratio: float = 0.05
     max_grad_norm: float = 1.0
     checkpoint_every: int = 20
+    #: a learning rate of its own for the parameters under a module named ``head_module`` (a fresh scoring head
+    #: that starts at zero learns nothing in a few hundred steps at an encoder's rate); None: one rate for all
+    head_learning_rate: float | None = None
+    head_module: str = "classifier"
 
 
 def training_device() -> str:
@@ -71,6 +75,19 @@ def _cpu_copy(model: torch.nn.Module) -> dict[str, torch.Tensor]:
     return {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()}
 
 
+def _parameter_groups(model: torch.nn.Module, optim: OptimConfig) -> list[dict]:
+    """The trainable parameters, the head's apart when it has a learning rate of its own."""
+    named = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
+    if optim.head_learning_rate is None:
+        return [{"params": [p for _, p in named]}]
+    in_head = [optim.head_module in n.split(".") for n, _ in named]
+    if not any(in_head):
+        raise ValueError(f"head_learning_rate given but no trainable parameter is under a module "
+                         f"named {optim.head_module!r}")
+    return [{"params": [p for (_, p), h in zip(named, in_head) if not h]},
+            {"params": [p for (_, p), h in zip(named, in_head) if h], "lr": optim.head_learning_rate}]
+
+
 def run_training(model: torch.nn.Module, batches: list, loss_for_batch: Callable[[object], torch.Tensor],
                  optim: OptimConfig, checkpoint_path: Path, fingerprint: str,
                  log: Callable[[str], None] = lambda _: None, evaluate: Callable[[], float] | None = None,
@@ -80,7 +97,8 @@ def run_training(model: torch.nn.Module, batches: list, loss_for_batch: Callable
     With ``evaluate``, keep the best-scoring weights (see the module docstring)."""
     started = time.perf_counter()
     params = [p for p in model.parameters() if p.requires_grad]
-    optimizer = torch.optim.AdamW(params, lr=optim.learning_rate, weight_decay=optim.weight_decay)
+    optimizer = torch.optim.AdamW(_parameter_groups(model, optim), lr=optim.learning_rate,
+                                  weight_decay=optim.weight_decay)
     total = max(1, len(batches))
     scheduler = get_cosine_schedule_with_warmup(optimizer, int(total * optim.warmup_ratio), total)
     start = 0

@@ -212,3 +212,19 @@ def test_a_real_checkpoint_still_resumes_under_the_data_only_loader(tmp_path):
                  evaluate=lambda: 0.5, eval_every=2)
     state = load_checkpoint(ckpt)
     assert state is not None and state["step"] == 4 and state["best"]["step"] == 0
+
+
+def test_a_head_with_its_own_learning_rate_moves_at_that_rate_and_a_missing_head_is_refused(tmp_path):
+    """A zero-initialised scoring head learns at its own rate; the body keeps the encoder's."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential()
+    model.add_module("body", torch.nn.Linear(4, 4))
+    model.add_module("classifier", torch.nn.Linear(4, 1))
+    torch.nn.init.zeros_(model.classifier.weight)
+    body_before, data = model.body.weight.detach().clone(), [torch.randn(8, 4) for _ in range(3)]
+    optim = OptimConfig(learning_rate=1e-6, warmup_ratio=0.0, head_learning_rate=1e-1, checkpoint_every=10 ** 9)
+    run_training(model, data, lambda b: (model(b) - 1).pow(2).mean(), optim, tmp_path / "ckpt.pt", "fp")
+    assert float(model.classifier.weight.abs().max()) > 0.05  # three Adam steps at 0.1
+    assert float((model.body.weight - body_before).abs().max()) < 1e-5  # three steps at 1e-6
+    with pytest.raises(ValueError, match="no trainable parameter is under a module named 'classifier'"):
+        run_training(torch.nn.Linear(4, 1), data, lambda b: b.sum(), optim, tmp_path / "other.pt", "fp")

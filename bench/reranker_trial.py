@@ -26,7 +26,6 @@ import argparse
 import json
 import os
 import random
-import re
 import tempfile
 import time
 from pathlib import Path
@@ -44,6 +43,7 @@ from skill_assets.lib.retrieval.defaults import shipped_router, tuned_embedder  
 from skill_assets.lib.retrieval.engine import Engine  # noqa: E402
 from skill_assets.lib.retrieval.fusion_training import ranked  # noqa: E402
 from skill_assets.lib.retrieval.pools import load_pool  # noqa: E402
+from skill_assets.lib.models.tuned_layers import freeze_below  # noqa: E402
 from skill_assets.lib.retrieval.ranking import rerank  # noqa: E402
 from skill_assets.lib.retrieval.requests import group_metrics  # noqa: E402
 from skill_assets.lib.retrieval.reranking import QUERY_CHARS  # noqa: E402
@@ -123,11 +123,7 @@ def main() -> int:
         torch.nn.init.zeros_(head.weight)
         torch.nn.init.zeros_(head.bias)
     if args.train_layers is not None:
-        layers = model[0].model.config.num_hidden_layers
-        for name, param in model.named_parameters():
-            layer = re.search(r"encoder\.layer\.(\d+)\.", name)
-            if "embeddings." in name or (layer and int(layer.group(1)) < layers - args.train_layers):
-                param.requires_grad_(False)
+        freeze_below(model, args.train_layers, ("pooler", "classifier"))
     loss = build_loss("listwise_ce")
     fused_ndcg = group_metrics([[sid for sid, _ in h] for h in dev_heads], dev)["ndcg@10"]
     per_step: dict[int, np.ndarray] = {}
@@ -149,7 +145,8 @@ def main() -> int:
     delta = per_step[best] - fused_ndcg
     lo, hi = bootstrap_interval(delta)
     figures = {"residual": args.residual, "train_layers": args.train_layers,
-               "head_learning_rate": args.head_learning_rate, "train_lists": len(lists), "dev_requests": len(dev), "steps": outcome.steps,
+               "head_learning_rate": args.head_learning_rate, "train_lists": len(lists), "dev_requests": len(dev),
+               "steps": outcome.steps,
                "depth": args.depth, "max_length": args.max_length, "learning_rate": args.learning_rate,
                "fused_dev_ndcg10": round(float(np.nanmean(fused_ndcg)), 4),
                "learning_curve": [[step, round(score, 4)] for step, score in outcome.dev_scores],
@@ -158,11 +155,14 @@ def main() -> int:
                "ships": bool(lo > 0), "minutes": round((time.perf_counter() - started) / 60, 1)}
     if not args.no_doc:
         curve = ", ".join(f"step {s}: {v:.3f}" for s, v in figures["learning_curve"])
-        flags = (f" --residual --train-layers {args.train_layers} --head-learning-rate {args.head_learning_rate}"
-                 if args.residual else "")
-        design = (f"a correction added to the fused score (head at zero, top {args.train_layers} layers trained), "
-                  f"on the {len(lists)} fused heads that hold a ground-truth skill" if args.residual else
-                  f"a fresh head, on {len(lists)} train requests")
+        flags = "".join(f" --{flag} {value}" for flag, value in (("train-layers", args.train_layers),
+                                                                 ("head-learning-rate", args.head_learning_rate))
+                        if value is not None)
+        flags = (" --residual" if args.residual else "") + flags
+        trained = f"top {args.train_layers} layers trained" if args.train_layers is not None else "all layers trained"
+        design = (f"a correction added to the fused score (head at zero, {trained}), on the {len(lists)} fused "
+                  f"heads that hold a ground-truth skill" if args.residual else
+                  f"a fresh head ({trained}), on {len(lists)} train requests")
         write_section("reranker-trial-residual" if args.residual else "reranker-trial",
                       f"`bench/reranker_trial.py --max-length {args.max_length} --epochs {args.epochs} --lists "
                       f"{args.lists} --depth {args.depth} --train-requests {args.train_requests or len(train)} "

@@ -38,18 +38,21 @@ def layer_count(model) -> int:
 
 
 def tuned_names(model, layers: int) -> list[str]:
-    """State-dict names of the top ``layers`` transformer layers (and nothing else)."""
+    """State-dict names of the top ``layers`` transformer layers (and nothing else). A cross-encoder's
+    transformer nests its layers one module deeper (``bert.encoder.layer.N.``): they match too."""
     total = layer_count(model)
-    keep = tuple(f"{LAYER_PREFIX}{i}." for i in range(total - layers, total))
-    return [n for n in _transformer(model).state_dict() if n.startswith(keep)]
+    keep = tuple(f".{LAYER_PREFIX}{i}." for i in range(total - layers, total))
+    return [n for n in _transformer(model).state_dict() if any(k in f".{n}" for k in keep)]
 
 
-def freeze_below(model, layers: int) -> int:
-    """Leave only the top ``layers`` transformer layers trainable; returns the trainable parameter count."""
+def freeze_below(model, layers: int, trainable_modules: tuple[str, ...] = ()) -> int:
+    """Leave only the top ``layers`` transformer layers trainable, and any parameter under a module named in
+    ``trainable_modules`` (a cross-encoder's ``pooler`` and scoring ``classifier``); returns the trainable
+    parameter count."""
     names = set(tuned_names(model, layers))
     trainable = 0
     for name, param in _transformer(model).named_parameters():
-        param.requires_grad = name in names
+        param.requires_grad = name in names or not set(trainable_modules).isdisjoint(name.split("."))
         trainable += param.numel() if param.requires_grad else 0
     return trainable
 

@@ -96,9 +96,9 @@ def run_training(model: torch.nn.Module, batches: list, loss_for_batch: Callable
 
     With ``evaluate``, keep the best-scoring weights (see the module docstring)."""
     started = time.perf_counter()
-    params = [p for p in model.parameters() if p.requires_grad]
-    optimizer = torch.optim.AdamW(_parameter_groups(model, optim), lr=optim.learning_rate,
-                                  weight_decay=optim.weight_decay)
+    groups = _parameter_groups(model, optim)
+    params = [p for group in groups for p in group["params"]]
+    optimizer = torch.optim.AdamW(groups, lr=optim.learning_rate, weight_decay=optim.weight_decay)
     total = max(1, len(batches))
     scheduler = get_cosine_schedule_with_warmup(optimizer, int(total * optim.warmup_ratio), total)
     start = 0

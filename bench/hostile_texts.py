@@ -107,6 +107,8 @@ SQL: Builders = {
     "emoji_list": lambda n: "SELECT " + sql_list("😀", n),
     "explained_list": lambda n: "EXPLAIN (FORMAT json) SELECT " + sql_list("é", n),
     "calls": lambda n: "SELECT " + sql_list("lower('x')", n),
+    "refused_names_uncalled": lambda n: "SELECT " + sql_list("Query", n),  # every statement named: tokenised whole
+    "explained_after_comment": lambda n: "EXPLAIN /* " + repeated("…", n) + " */ SELECT 1",
     "quoted_names": lambda n: "SELECT " + sql_list('"é""x"', n),
     "comment_then_query": lambda n: "-- " + repeated("哪个系统… ", n) + "\nSELECT 1",
     "nuls": lambda n: repeated("\x00", n),

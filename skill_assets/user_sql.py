@@ -10,9 +10,11 @@ an ``EXPLAIN`` by the type of the statement it explains (``EXPLAIN ANALYZE`` run
 query may still name a table function that changes the connection instead of reading: those are
 refused by name (``enable_logging`` to a file, once refused by the sandbox, aborts the process).
 
-A SQL file is untrusted text, so the check is linear in its length: each statement is tokenised once,
-its tokens' byte offsets are turned into character offsets at once, and an ``EXPLAIN`` reads the
-statement it explains from the same tokens. Nothing but a one-line refusal escapes: text that is not
+A SQL file is untrusted text, so the check is linear in its length and tokenises only where it must:
+a statement that names none of the refused functions (in any case) cannot call one, so only a statement
+that does is tokenised whole, once, its tokens' byte offsets turned into character offsets at once; an
+``EXPLAIN`` finds the statement it explains from the tokens of its first few kilobytes (DuckDB's tokenizer
+makes a Python tuple a token: a megabyte-long list took half a second to tokenise before any check). Nothing but a one-line refusal escapes: text that is not
 valid UTF-8 (a lone surrogate) is refused before DuckDB sees it, and an error message DuckDB cut
 inside a character (one quoting kilobytes of Chinese) is reported as unreadable.
 """
@@ -34,6 +36,10 @@ CHANGING_FUNCTIONS = frozenset({"enable_logging", "disable_logging", "truncate_d
                                 "disable_profiling", "checkpoint", "force_checkpoint", "query",
                                 "json_execute_serialized_sql"})
 _NAME = re.compile(r'"(?:[^"]|"")*"|\w+')
+#: any refused function's name, anywhere in a lower-cased statement: where none occurs, no token can call one
+_NAMED = re.compile("|".join(sorted(map(re.escape, CHANGING_FUNCTIONS))))
+#: characters of an EXPLAIN's head tokenised to find the statement it explains (the whole text if it is not there)
+_EXPLAIN_HEAD = 4096
 SANDBOX = {
     "enable_external_access": False,
     "autoload_known_extensions": False,
@@ -75,8 +81,9 @@ def _tokens(text: str) -> tuple[np.ndarray, list[object]]:
     return begun[starts] - inside, [kind for _, kind in found]
 
 
-def _explained(statement: str, offsets: np.ndarray) -> str:
-    """The statement an ``EXPLAIN [(options)] [ANALYZE]`` statement explains, from its token ``offsets``."""
+def _explained_start(statement: str, offsets: np.ndarray) -> int:
+    """The index of the token at which the statement an ``EXPLAIN [(options)] [ANALYZE]`` explains begins
+    (``len(offsets)`` if it explains nothing)."""
     i = 1
     if i < len(offsets) and statement[offsets[i]] == "(":
         while i < len(offsets) and statement[offsets[i]] != ")":
@@ -84,14 +91,13 @@ def _explained(statement: str, offsets: np.ndarray) -> str:
         i += 1
     if i < len(offsets) and statement[offsets[i]:offsets[i] + 7].upper().startswith(("ANALYZE", "ANALYSE")):
         i += 1
-    return statement[offsets[i]:] if i < len(offsets) else ""
+    return min(i, len(offsets))
 
 
-def _refusal(statement: duckdb.Statement) -> str | None:
-    """Why ``statement`` may not run (its kind, or a connection-changing function it calls), or None."""
-    if statement.type not in ALLOWED:
-        return statement.type.name
-    query = statement.query
+def _changing_call(query: str) -> str | None:
+    """The refused function ``query`` calls (a name, outside strings, followed by a ``(``), or None."""
+    if _NAMED.search(query.lower()) is None:
+        return None
     offsets, kinds = _tokens(query)
     points = np.frombuffer(query.encode("utf-32-le"), dtype=np.uint32)
     after = offsets[1:]
@@ -102,15 +108,40 @@ def _refusal(statement: duckdb.Statement) -> str | None:
             name = _NAME.match(query, int(offsets[i]), int(after[i]))  # a name ends before the "(" that follows it
             function = name.group().strip('"').lower() if name else ""
             if function in CHANGING_FUNCTIONS:
-                return f"a call of {function}()"
-    if statement.type == duckdb.StatementType.EXPLAIN:
-        try:
-            inner = duckdb.extract_statements(_explained(query, offsets))
-        except _DUCKDB_ERRORS:
-            inner = []
-        if len(inner) != 1 or inner[0].type != duckdb.StatementType.SELECT:
-            return f"EXPLAIN of {inner[0].type.name if len(inner) == 1 else 'no single query'}"
+                return function
+    return None
+
+
+def _explained_type(query: str) -> str | None:
+    """The type of the one statement an EXPLAIN ``query`` explains, or None if it explains no single statement.
+
+    The tokens of the head are the whole text's up to the head's last one (which the cut may shorten), so they
+    serve where the explained statement begins before that token; a longer option list is tokenised whole."""
+    head = query[:_EXPLAIN_HEAD]
+    offsets, _ = _tokens(head)
+    start = _explained_start(head, offsets)
+    if len(head) < len(query) and start >= len(offsets) - 1:
+        offsets, _ = _tokens(query)
+        start = _explained_start(query, offsets)
+    if start == len(offsets):
+        return None
+    try:
+        statements = duckdb.extract_statements(query[int(offsets[start]):])
+    except _DUCKDB_ERRORS:
+        return None
+    return statements[0].type.name if len(statements) == 1 else None
+
+
+def _refusal(statement: duckdb.Statement) -> str | None:
+    """Why ``statement`` may not run (its kind, or a connection-changing function it calls), or None."""
+    if statement.type not in ALLOWED:
+        return statement.type.name
+    query = statement.query
+    if (function := _changing_call(query)) is not None:
+        return f"a call of {function}()"
+    if statement.type == duckdb.StatementType.EXPLAIN and (inner := _explained_type(query)) != "SELECT":
         # the query it explains is the tail of this statement: its calls were among the tokens above
+        return f"EXPLAIN of {inner or 'no single query'}"
     return None
 
 

@@ -56,6 +56,11 @@ def test_a_changing_call_after_a_megabyte_of_text_is_refused(case):
     ("EXPLAIN SELECT 1; EXPLAIN INSERT INTO t VALUES (1)", "statement 2 is EXPLAIN of INSERT"),
     ("-- …\nEXPLAIN /* 哪个 */ SELECT * FROM range(3)", None),
     ("SELECT 1; CALL duckdb_tables()", "statement 2 is CALL"),
+    ("EXPLAIN /* " + "…" * 5000 + " */ SELECT 1", None),
+    ("EXPLAIN /* " + "…" * 5000 + " */ INSERT INTO t VALUES (1)", "EXPLAIN of INSERT"),
+    ("EXPLAIN (FORMAT json) " + "/* x */ " * 600 + "DELETE FROM t", "EXPLAIN of DELETE"),
+    ("EXPLAIN " + " " * 4090 + "ANALYZE DROP TABLE t", "EXPLAIN of DROP"),
+    ("SELECT CHECKPOINT AS c, \"QUERY\" AS q FROM range(1)", None),
 ])
 def test_verdicts_on_ordinary_files(sql, verdict):
     if verdict is None:
@@ -77,3 +82,21 @@ def test_a_parser_error_quoting_kilobytes_of_non_ascii_is_a_one_line_refusal(sql
     with pytest.raises(UserSqlError) as refused:
         checked_statements(sql, "q.sql")
     assert len(str(refused.value).splitlines()) == 1
+
+
+def test_only_a_statement_naming_a_refused_function_is_tokenised_and_an_explain_only_in_its_head(monkeypatch):
+    """Tokenising makes a Python tuple of each token: a megabyte-long list took half a second before any check ran.
+    A statement that names no refused function cannot call one, and an EXPLAIN's explained statement is found in
+    its first few kilobytes."""
+    import duckdb
+
+    tokenised: list[int] = []
+    real = duckdb.tokenize
+    monkeypatch.setattr(duckdb, "tokenize", lambda text: tokenised.append(len(text)) or real(text))
+    checked_statements("SELECT " + sql_list("é", MB), "q.sql")
+    assert tokenised == []
+    checked_statements("EXPLAIN (FORMAT json) SELECT " + sql_list("é", MB), "q.sql")
+    assert tokenised and max(tokenised) <= 4096
+    with pytest.raises(UserSqlError, match=r"a call of query\(\)"):
+        checked_statements("SELECT " + sql_list("é", MB) + ", x FROM query('SELECT 1')", "q.sql")
+    assert max(tokenised) > MB

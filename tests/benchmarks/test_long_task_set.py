@@ -114,18 +114,22 @@ def test_the_long_task_check_catches_length_skill_count_and_a_copied_run():
 
 
 def test_every_dev_and_test_task_has_one_second_pass_row():
-    """``review.jsonl`` holds the blind second pass: one row per dev and test task, the writer's label as built, a
-    verdict, and for a dispute the reviewer's reason (the writer's label stands until a third look)."""
+    """``review.jsonl`` holds the blind second pass: exactly one row per dev and test task (train rows, where read, at
+    most one each), the writer's label as built, a verdict, and for a dispute the reviewer's reason (the writer's label
+    stands until a third look)."""
     rows = [json.loads(line) for line in (LONG_TASK_REQUESTS.parent / "review.jsonl").read_text(encoding="utf-8")
             .splitlines() if line.strip()]
-    held = {r.id: r for r in REQUESTS if r.split in ("dev", "test")}
-    assert Counter(row["id"] for row in rows) == Counter(held.keys())
+    by_id = {r.id: r for r in REQUESTS}
+    counts = Counter(row["id"] for row in rows)
+    assert set(counts) <= set(by_id) and max(counts.values()) == 1
+    assert {rid for rid, r in by_id.items() if r.split in ("dev", "test")} <= set(counts)
     for row in rows:
-        request = held[row["id"]]
+        request = by_id[row["id"]]
         assert row["resolution"] in ("agreed", "disputed"), row["id"]
         assert row["reviewer_confidence"] in ("high", "medium", "low"), row["id"]
         assert row["reviewer"] != row["writer"] and row["split"] == request.split, row["id"]
         assert [g[0] for g in row["writer_gt_groups"]] == [g[0] for g in request.groups], row["id"]
         assert row["why"].strip() and row["stated_needs"], row["id"]
+        assert not set(row["also_serving_outside_group"]) & {s for g in request.groups for s in g}, row["id"]
         if row["resolution"] == "agreed":  # every labelled skill is among the reviewer's picks
             assert row["reviewer_gt_groups"] == row["writer_gt_groups"], row["id"]

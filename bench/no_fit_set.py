@@ -7,9 +7,11 @@ Input: ``skill_assets/benchmarks/no_fit/written/*.jsonl`` (``id``, ``query``, ``
 counts section of the folder's ``README.md``. Deterministic: the same files give the same bytes (``build`` is what
 the test compares).
 
-The split is stratified by kind and language, so every split holds each kind in both languages as the whole set
-does: within each (kind, language) the requests are ordered by a hash of their id and dealt 60 / 20 / 20 % in that
-order. A no-fit request has no skill, so there is no skill component to keep whole (as the answerable sets have).
+The split is stratified by writer, kind and language, so every split holds each kind in both languages as the whole
+set does: within each (writer, kind, language) the requests are ordered by a hash of their id and dealt 60 / 20 / 20 %
+in that order. The writer is a stratum so that a file added later never moves a request of an earlier one (a test
+request stays test, a train request train), as ``request_splits`` promises for the answerable sets. A no-fit request
+has no skill, so there is no skill component to keep whole (as the answerable sets have).
 
 Whether a request is truly not covered is its writer's finding (they searched the corpus under several phrasings);
 it is checked here only as far as the writer said it: every skill a ``near_miss`` names in ``near`` is a skill of
@@ -60,9 +62,9 @@ def near_problems(rows: Iterable[dict], pool_ids: set[str]) -> list[str]:
 def build(rows: list[dict]) -> tuple[list[dict], str, dict]:
     """(the records of ``requests.jsonl`` by id, the README's counts section, a one-line summary)."""
     check(rows)
-    strata: dict[tuple[str, str], list[dict]] = defaultdict(list)
+    strata: dict[tuple[str, str, str], list[dict]] = defaultdict(list)
     for r in rows:
-        strata[(r["kind"], r["lang"])].append(r)
+        strata[(r["writer"], r["kind"], r["lang"])].append(r)
     out = []
     for members in strata.values():
         members.sort(key=lambda r: digest(r["id"]))

@@ -1,6 +1,6 @@
 """The should-not-trigger set (``skill_assets/benchmarks/no_fit/``): split as ``bench/no_fit_set.py`` builds it from
-the writers' files, stratified by kind and language, and its near misses name skills of the corpus they were
-written against."""
+every writer's file, stratified by writer, kind and language (a later file never moves an earlier request), and its
+near misses name skills of the corpus they were written against."""
 from __future__ import annotations
 
 import importlib.util
@@ -46,6 +46,18 @@ def test_the_split_is_stratified_by_a_hash_of_each_id_not_by_file_order(monkeypa
     rows = builder.written(NO_FIT_REQUESTS.parent / "written")
     records, _, _ = builder.build(list(reversed(rows)))
     assert {r["id"]: r["split"] for r in records} == {r.id: r.split for r in load_no_fit()}
+
+
+def test_every_writers_file_is_read_and_a_later_file_moves_no_earlier_request(monkeypatch):
+    builder = _builder(monkeypatch)
+    rows = builder.written(NO_FIT_REQUESTS.parent / "written")
+    files = sorted(p.name for p in (NO_FIT_REQUESTS.parent / "written").glob("*.jsonl"))
+    assert len(files) >= 2 and {r["_where"].split(":")[0] for r in rows} == set(files)
+    assert {r.id for r in load_no_fit()} == {r["id"] for r in rows}
+    first = [r for r in rows if r["_where"].startswith(files[0] + ":")]
+    alone, _, _ = builder.build(first)
+    together = {r.id: r.split for r in load_no_fit()}
+    assert {r["id"]: r["split"] for r in alone} == {r["id"]: together[r["id"]] for r in first}
 
 
 def test_near_misses_name_skills_of_the_shared_corpus_and_only_they_name_any(shared_corpus, monkeypatch):

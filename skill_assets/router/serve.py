@@ -174,7 +174,7 @@ def skill_folder(skill: Skill) -> Path | None:
 def find_skill(router: Router, skill_id: str) -> Skill:
     """The skill ``skill_id`` names in the pool published now (looked up per call: the pool can change under a
     running server); refused with the reason if there is none."""
-    skill = router.skill_by_id.get(skill_id) if len(skill_id) <= MAX_NAME_CHARS else None
+    skill = router.pool.skill(skill_id) if len(skill_id) <= MAX_NAME_CHARS else None
     if skill is None:
         raise ToolError(f"no skill {_shown(skill_id)} in the pool: pass a skill_id from route_skills' answer")
     return skill
@@ -325,11 +325,11 @@ def build_server(router: Router, name: str = SERVER_NAME, gate: CallGate | None 
     def route_one(query: str, top_k: int, checkpoint: Callable[[], None]) -> dict[str, Any]:
         # the skills are looked up per call, before and after routing: ``serve --watch`` can publish a new pool
         # meanwhile, and the routed skills are those of the one published when the routing began
-        before = router.skill_by_id
+        before = router.pool
         routed = router.route([query], top_k=top_k, checkpoint=checkpoint)[0].as_dict("query")
-        after = router.skill_by_id
+        after = router.pool
         for entry in routed["ranking"]:
-            skill = after.get(entry["skill_id"]) or before[entry["skill_id"]]
+            skill = after.skill(entry["skill_id"]) or before.skill(entry["skill_id"])
             entry["name"], entry["description"] = skill.name, skill.description
         return routed
 

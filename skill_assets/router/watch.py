@@ -4,11 +4,15 @@ Skill folders change while an agent runs; without this a new, edited or deleted 
 A background thread looks at the pool roots every ``POLL_SECONDS`` (each ``SKILL.md``'s, or a JSONL pool's, mtime
 and size: stdlib only, the same candidates ingest walks) and, once they have been quiet for ``QUIET_SECONDS`` (an
 editor or a ``git pull`` writes several files in a burst; indexing each write would only be stopped by the next),
-reloads the pool and hands it to ``Engine.start_index``. Only what changed is redone: the pool's manifest re-parses
-only files whose identity changed (``load_pools`` with the index cache), the engine tokenizes only new documents for
-BM25 and its content-keyed cache encodes only skills whose text changed. Routing reads the published index once per
+reloads the pool and hands it to ``Engine.start_index``. Only what changed is redone: the pool is read through the
+parse outcomes the last read kept in memory (``ParsedFiles``: only files whose identity changed are parsed, and no
+manifest file is loaded or written in the serving process), the engine tokenizes only new documents for BM25 and its
+content-keyed cache encodes only skills whose text changed. Routing reads the published index once per
 call and the engine keeps the full index it replaces published until the new full one is built, so answers go on,
-with every signal, over the old pool until the new one replaces it in one assignment.
+with every signal, over the old pool until the new one replaces it in one assignment. A reload shares the
+interpreter with the answers, so what it must do over the whole pool is kept to whole-array steps and look-ups of
+what the last reload computed; before it follows the pool the thread loads the document encoder and reads the pool
+once, work the first reload would otherwise do beside the answers.
 
 A skill whose new text is rejected (front matter removed, unparseable) is not dropped: the version last indexed
 stays routed and one line names the file and the reason, so a half-finished edit never takes a skill away. A
@@ -25,7 +29,8 @@ from pathlib import Path
 
 from skill_assets.lib.core.skill_files import FolderReject, walk_skill_paths
 from skill_assets.lib.retrieval.pool_index import IndexBuild
-from skill_assets.lib.retrieval.pools import Rejected, Skill, load_pools
+from skill_assets.lib.retrieval.pool_manifest import Kept, ParsedFiles, PoolManifest
+from skill_assets.lib.retrieval.pools import PoolLoad, Rejected, Skill, load_pools
 from skill_assets.router.routing import Router, stderr_log
 
 #: seconds between two looks at the pool
@@ -97,6 +102,9 @@ class PoolWatcher:
         self._seen = self._indexed             # the files at the last look
         self._changed_at: float | None = None  # when the last look found them changed
         self._reported: set[str] = set()       # rejected sources already logged: a reload repeats none of them
+        #: each folder root's parse outcomes at the last read, by (real path, size cap): the next read parses only
+        #: files whose identity changed; a root read for the first time goes through its manifest on disk
+        self._parsed: dict[tuple[str, int], dict[str, Kept]] = {}
         self._build: IndexBuild | None = None
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
@@ -143,7 +151,7 @@ class PoolWatcher:
         self._changed_at = None
         old = self.router.skill_by_id
         try:
-            load = load_pools(self.roots, log=self.log, cache_dir=self.router.cache_dir)
+            load = self._read()
         except (OSError, ValueError) as exc:
             self.log(f"watch: the pool was not reloaded ({exc}); the last indexed pool stays served")
             return False
@@ -169,6 +177,22 @@ class PoolWatcher:
                  f"{stats.encoded} documents encoded, {stats.cached} cached; SKILL.md files parsed: {load.files.parsed} "
                  f"({load.files.unchanged} unchanged)")
         return True
+
+    def _read(self, log: Callable[[str], None] | None = None) -> PoolLoad:
+        """The pool's roots read now (``load_pools``; ``log``: its line on flagged skills, default the watcher's),
+        each folder root through the outcomes its last read kept."""
+        reading: dict[tuple[str, int], ParsedFiles] = {}
+
+        def parsed_files(root: Path, max_file_bytes: int) -> ParsedFiles:
+            key = (os.path.realpath(root), max_file_bytes)
+            last = self._parsed.get(key)
+            files = reading[key] = (ParsedFiles(last) if last is not None
+                                    else PoolManifest(self.router.cache_dir, root, max_file_bytes))
+            return files
+
+        load = load_pools(self.roots, log=log or self.log, parsed_files=parsed_files)
+        self._parsed.update({key: files.kept for key, files in reading.items()})
+        return load
 
     def _kept(self, skills: list[Skill], rejected: Sequence[Rejected]) -> list[Skill]:
         """The skills routed now whose file the reload rejected: each keeps its last good version (unless a new
@@ -196,6 +220,14 @@ class PoolWatcher:
     def _run(self) -> None:
         if "bm25" in self.router.signals:
             self.router.keep_lexical_tokens()  # the first reload then tokenizes only what changed
+        try:
+            # the document encoder, loaded now: over a cached pool nothing has loaded it, and the first reload would
+            # import torch and sentence-transformers (seconds of the interpreter) while it answers
+            self.router.dense.model  # noqa: B018
+            self._read(log=lambda msg: None)  # the first reload then parses only what changed, from memory
+        except Exception as exc:  # noqa: BLE001 -- the first reload does this work again, and says why it fails
+            self.log(f"watch: preparing for reloads failed ({type(exc).__name__}: {exc}); the first reload reads the "
+                     "pool afresh")
         self.log(f"watch: following {len(self._indexed):,} files under {len(self.roots)} pool root(s)")
         while not self._stopping.wait(POLL_SECONDS):
             try:

@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 from skill_assets.lib.common.cache_files import sealed_json
+from skill_assets.lib.retrieval import document_cache
 from skill_assets.lib.retrieval.document_cache import EmbeddingStore, embed_documents
 from skill_assets.lib.retrieval.lexical import LexicalIndex
 
@@ -68,6 +69,23 @@ def test_a_damaged_embedding_shard_is_re_encoded_with_one_log_line(tmp_path, cap
     caplog.clear()
     again, cached, encoded = embed_documents(DOCS, store, _encoder(calls), lambda m: None)
     assert (cached, encoded) == (len(DOCS), 0) and np.array_equal(again, want) and not _damaged_lines(caplog)
+
+
+def test_a_shard_checked_once_is_not_read_whole_again_until_it_changes(tmp_path, monkeypatch, caplog):
+    """``serve --watch`` looks a whole pool's rows up at every reload: an unchanged shard's checksum stands, a shard
+    changed since is checked again (and a damaged one still found)."""
+    store, ids, want = _one_shard(tmp_path)
+    read: list[Path] = []
+    checksum = document_cache.file_checksum
+    monkeypatch.setattr(document_cache, "file_checksum", lambda path: read.append(path) or checksum(path))
+    for _ in range(2):
+        got, cached, encoded = embed_documents(DOCS, store, _encoder([]), lambda m: None)
+        assert (cached, encoded) == (len(DOCS), 0) and np.array_equal(got, want)
+    assert len(read) == 1
+    caplog.set_level(logging.WARNING)
+    _nan_in_a_row(ids.with_name(ids.name.replace(".ids.json", ".npy")))
+    got, cached, encoded = embed_documents(DOCS, store, _encoder([]), lambda m: None)
+    assert (cached, encoded) == (0, len(DOCS)) and np.array_equal(got, want) and len(_damaged_lines(caplog)) == 1
 
 
 def _swap_two_ids(ids: Path) -> None:

@@ -19,8 +19,9 @@ import pytest
 from mcp import Client
 
 from skill_assets.lib.models.bundled_models import bundled_minilm
-from skill_assets.lib.retrieval import lexical
+from skill_assets.lib.retrieval import lexical, pool_manifest, signals
 from skill_assets.lib.retrieval.lexical import LexicalIndex
+from skill_assets.lib.retrieval.pool_manifest import PoolManifest
 from skill_assets.lib.retrieval.pools import load_pool
 from skill_assets.lib.retrieval.signals import SIGNALS, lexical_document
 from skill_assets.router import Router
@@ -252,3 +253,29 @@ def test_a_reindex_whose_encoding_fails_keeps_the_old_pool_served_and_says_so(se
     assert "sourdough" not in router.ids and router.ready_signals == SIGNALS
     assert logs[-1] == ("watch: the pool's full index was not built (OSError: [Errno 28] No space left on device): "
                         "the last indexed pool stays served"), logs[-3:]
+
+
+def test_a_reload_parses_only_the_changed_file_and_reads_no_manifest_file(served, monkeypatch):
+    """The serving process keeps the last read's parse outcomes in memory: the manifest on disk (two sealed JSON
+    passes over the whole pool) is read by the first reload only."""
+    router, watcher, pool, logs = served
+    monkeypatch.setattr(pool_manifest, "RACY_SECONDS", 0.0)  # the files just written may be kept at once
+    assert watcher.reload()  # the first read goes through the pool's manifest
+    touched: list[str] = []
+    monkeypatch.setattr(PoolManifest, "_load", lambda self: touched.append("load"))
+    monkeypatch.setattr(PoolManifest, "save", lambda self: touched.append("save"))
+    write_skill(pool, "git-bisect", "git-bisect", "Find the commit that broke the build by bisecting.", "Bisect.")
+    assert watcher.reload()
+    assert touched == []
+    assert router.skill_by_id["git-bisect"].description == "Find the commit that broke the build by bisecting."
+    assert reload_lines(logs)[-1].endswith("SKILL.md files parsed: 1 (2 unchanged)")
+
+
+def test_a_reindex_detects_the_language_of_the_changed_skill_alone(served, monkeypatch):
+    router, watcher, pool, _ = served
+    detected: list[str] = []
+    real = signals.detect_language
+    monkeypatch.setattr(signals, "detect_language", lambda text: detected.append(text) or real(text))
+    write_skill(pool, "pdf-forms", "pdf-forms", "Stamp a watermark on every page of a PDF.", "Use pypdf's merge_page.")
+    assert watcher.reload()
+    assert len(detected) == 1 and detected[0].startswith("Stamp a watermark on every page of a PDF.")

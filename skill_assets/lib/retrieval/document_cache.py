@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import json
 import logging
+import os
 import time
 import uuid
 from collections.abc import Callable
@@ -46,6 +47,20 @@ class _Shard:
 #: what ``_read_shard`` answers for a shard written before shards carried checksums
 _UNSEALED = "unsealed"
 
+#: shards read in this process, by ids file: (both files' identity then, the shard, whether its array matched its
+#: checksum). A shard is written once and never changed in place, so while neither file's identity changes its
+#: manifest is not parsed, nor its array read whole for its checksum, again: ``serve --watch`` looks a 10,000-skill
+#: pool's rows up at every reload, beside the answers
+_checked: dict[Path, tuple[tuple[int, ...], _Shard, bool]] = {}
+
+
+def _identity(ids_file: Path, npy: Path) -> tuple[int, ...] | None:
+    """What must be unchanged in both files of a shard for its earlier checks to stand; None if one is gone."""
+    try:
+        return tuple(x for st in (os.stat(ids_file), os.stat(npy)) for x in (st.st_size, st.st_mtime_ns, st.st_ino))
+    except OSError:
+        return None
+
 
 class EmbeddingStore:
     """Embeddings of document texts for one model, as shards ``<id>.npy`` + ``<id>.ids.json``.
@@ -78,12 +93,19 @@ class EmbeddingStore:
             return out, found
         unsealed = 0
         for ids_file in sorted(self.directory.glob("*.ids.json")):
-            shard = self._read_shard(ids_file)
+            identity = _identity(ids_file, ids_file.with_name(ids_file.name[: -len(".ids.json")] + ".npy"))
+            checked = _checked.get(ids_file)
+            if checked is not None and checked[0] == identity:
+                _, shard, verified = checked
+            else:
+                shard, verified = self._read_shard(ids_file), False
             if shard is None:
                 continue
             if isinstance(shard, str):  # _UNSEALED
                 unsealed += 1
                 continue
+            if identity is not None:
+                _checked[ids_file] = (identity, shard, verified)
             take_src, take_dst = [], []
             for j, h in enumerate(shard.hashes):
                 for i in wanted.get(h, ()):
@@ -93,10 +115,13 @@ class EmbeddingStore:
                         found[i] = True
             if not take_src:
                 continue
-            rows = self._verified_rows(ids_file, shard, take_src)
+            rows = self._verified_rows(ids_file, shard, take_src, verified)
             if rows is None:
+                _checked.pop(ids_file, None)
                 found[take_dst] = False
                 continue
+            if identity is not None:
+                _checked[ids_file] = (identity, shard, True)
             if out is None:
                 out = np.zeros((len(hashes), rows.shape[1]), dtype=np.float32)
             out[take_dst] = rows
@@ -136,10 +161,10 @@ class EmbeddingStore:
         return None
 
     @staticmethod
-    def _verified_rows(ids_file: Path, shard: _Shard, take: list[int]) -> np.ndarray | None:
-        """The rows ``take`` of a shard whose array matches its recorded checksum and holds only finite values;
-        else None, the shard discarded with one line naming the array."""
-        if file_checksum(shard.npy) != shard.npy_checksum:
+    def _verified_rows(ids_file: Path, shard: _Shard, take: list[int], checked: bool = False) -> np.ndarray | None:
+        """The rows ``take`` of a shard whose array matches its recorded checksum (``checked``: it did, unchanged
+        since) and holds only finite values; else None, the shard discarded with one line naming the array."""
+        if not checked and file_checksum(shard.npy) != shard.npy_checksum:
             why = f"its content does not match the checksum recorded in {ids_file.name}"
         else:
             rows = np.asarray(shard.rows[take], dtype=np.float32)

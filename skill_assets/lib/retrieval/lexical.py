@@ -57,11 +57,12 @@ class DocumentTokens:
     next: ``serve --watch`` re-indexes a pool in which a few documents changed, and tokenizing all 10,000 again was
     most of its re-index (6.2 s of it under load). Ids are never reassigned, so a kept document's ids stay valid;
     only the last build's documents are kept, and a token no document has any longer scores nothing (no document
-    column holds it)."""
+    column holds it). Beside the ids, each document's term counts (``counts``), which the index is built from."""
 
     def __init__(self) -> None:
         self.vocab: dict[str, int] = {}
         self._ids: dict[str, list[int]] = {}
+        self._counts: dict[str, tuple[np.ndarray, np.ndarray]] = {}
 
     def ids(self, documents: list[str], digests: list[str]) -> list[list[int]]:
         """Each document's token ids: the kept ones, the rest tokenized now."""
@@ -71,10 +72,18 @@ class DocumentTokens:
             ids = kept.get(key) or self._ids.get(key)
             if ids is None:
                 ids = [vocab.setdefault(tok, len(vocab)) for tok in lexical_tokens(document)]
+            if key not in self._counts:
+                tokens, tf = np.unique(np.asarray(ids, dtype=np.int32), return_counts=True)
+                self._counts[key] = (tokens, tf.astype(np.float32))
             kept[key] = ids
             out.append(ids)
         self._ids = kept
+        self._counts = {key: self._counts[key] for key in kept}
         return out
+
+    def counts(self, key: str) -> tuple[np.ndarray, np.ndarray]:
+        """(distinct token ids, how often each occurs) of a document of the last ``ids`` call, by its digest."""
+        return self._counts[key]
 
 
 class LexicalIndex:
@@ -85,15 +94,16 @@ class LexicalIndex:
 
     @classmethod
     def build_or_load(cls, documents: list[str], cache_dir: Path | None = None,
-                      log: Callable[[str], None] = lambda msg: None, tokens: DocumentTokens | None = None
-                      ) -> tuple[LexicalIndex, bool]:
+                      log: Callable[[str], None] = lambda msg: None, tokens: DocumentTokens | None = None,
+                      digests: list[str] | None = None) -> tuple[LexicalIndex, bool]:
         """(index, loaded from cache). Builds and saves on a miss, or after discarding a damaged saved index;
         a concurrent builder that saved the same index first wins and this copy is dropped. Without
         ``cache_dir`` the index is built in memory only (the training and review miners' throwaway pools).
-        ``tokens``: the documents' token ids kept from an earlier build (only new documents are tokenized)."""
+        ``tokens``: the documents' token ids kept from an earlier build (only new documents are tokenized);
+        ``digests``: the documents' ``digest``s where the caller has them already (a re-index keeps its pool's)."""
         import bm25s
 
-        digests = [digest(d) for d in documents]
+        digests = digests if digests is not None else [digest(d) for d in documents]
         key = digest(json.dumps([INDEX_FORMAT, bm25s.__version__, TOKENIZER, digests]))
         directory = cache_dir / "bm25" / key if cache_dir is not None else None
         if directory is not None and directory.is_dir():
@@ -105,7 +115,8 @@ class LexicalIndex:
         # second more (its vocabulary order is a set's anyway; a term's ids do not enter any score)
         tokens = tokens or DocumentTokens()
         ids = tokens.ids(documents, digests)
-        retriever.index((ids, dict(tokens.vocab)), show_progress=False)  # a copy: later builds add to the vocabulary
+        if not _index_by_counts(retriever, [tokens.counts(key) for key in digests], ids, tokens.vocab):
+            retriever.index((ids, dict(tokens.vocab)), show_progress=False)  # a copy: later builds add to the vocabulary
         if directory is None:
             return cls(retriever), False
         try:
@@ -131,6 +142,51 @@ class LexicalIndex:
             if ids:
                 out[i] = r.get_scores_from_ids(ids)
         return out
+
+
+def _index_by_counts(retriever, counts: list[tuple[np.ndarray, np.ndarray]], ids: list[list[int]],
+                     vocab: dict[str, int]) -> bool:
+    """Index ``retriever`` as its own ``index((ids, vocab))`` does, to the same arrays bit for bit, but from each
+    document's term counts in whole-array steps: bm25s counts and scores one document at a time in Python, a second
+    of CPU over 10,000 documents, and in a server re-indexing beside its answers (``serve --watch``) that second is
+    taken from the answers' share of the interpreter. Its own scoring functions are applied, to every term at once:
+    each is elementwise, in float64 as it computes one document's terms. Returns False, indexing nothing, for a
+    variant this does not build (BM25L and BM25+ subtract a non-occurrence score)."""
+    from bm25s.scoring import _select_idf_scorer, _select_tfc_scorer
+
+    if retriever.method in retriever.methods_requiring_nonoccurrence or retriever.csc_backend not in ("numpy", "scipy"):
+        return False
+
+    n_docs, n_vocab = len(ids), len(vocab)
+    lengths = np.array([len(doc) for doc in ids])
+    tokens = np.concatenate([c[0] for c in counts]) if counts else np.zeros(0, dtype=np.int32)
+    tf = np.concatenate([c[1] for c in counts]) if counts else np.zeros(0, dtype=np.float32)
+    rows = np.repeat(np.arange(n_docs, dtype=np.int32), [len(c[0]) for c in counts]).astype(retriever.int_dtype)
+    df = np.bincount(tokens, minlength=n_vocab)
+    # idf by distinct document frequency, with bm25s' own scalar function (the same floats as its per-token loop)
+    distinct, which = np.unique(df, return_inverse=True)
+    idf_of = _select_idf_scorer(retriever.idf_method)
+    idf = np.array([idf_of(int(d), N=n_docs) if d else 0.0 for d in distinct], dtype=retriever.dtype)[which]
+    tfc = _select_tfc_scorer(retriever.method)(tf_array=tf, l_d=lengths[rows].astype(np.float64),
+                                               l_avg=lengths.mean(), k1=retriever.k1, b=retriever.b,
+                                               delta=retriever.delta)
+    scores = (idf[tokens] * tfc).astype(retriever.dtype)
+    cols = tokens.astype(retriever.int_dtype)
+    if retriever.csc_backend == "numpy":  # bm25s' own CSC step, as ``index`` takes it
+        data, indices, indptr = retriever._np_csc(data=scores, rows=rows, cols=cols, shape=(n_docs, n_vocab))
+        data = data.astype(retriever.dtype)
+    else:
+        import scipy.sparse as sp
+
+        matrix = sp.csc_matrix((scores, (rows, cols)), shape=(n_docs, n_vocab), dtype=retriever.dtype)
+        data, indices, indptr = matrix.data, matrix.indices, matrix.indptr
+    vocab_dict = dict(vocab)  # a copy: later builds add to the vocabulary
+    vocab_dict.setdefault("", max(vocab_dict.values(), default=-1) + 1)  # bm25s' empty token, as ``index`` adds it
+    retriever.scores = {"data": data, "indices": indices, "indptr": indptr, "num_docs": n_docs}
+    retriever.vocab_dict = vocab_dict
+    retriever.unique_token_ids_set = set(vocab_dict.values())
+    retriever.nonoccurrence_array = None
+    return True
 
 
 def _load_checked(directory: Path, num_docs: int):

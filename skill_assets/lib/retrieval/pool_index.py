@@ -39,6 +39,12 @@ class PoolIndex:
     multilingual: MultilingualIndex | None = None
     derived: dict = field(default_factory=dict, compare=False)  # per-pool values computed on first use
 
+    def skill(self, sid: str) -> Skill | None:
+        """The skill ``sid`` names in this pool, if any: one look-up, where ``Engine.skill_by_id`` builds a dict of the
+        whole pool (the server names every answer's skills, per call)."""
+        row = self.row_of.get(sid)
+        return self.skills[row] if row is not None else None
+
     def has(self, signal: str) -> bool:
         return {"bm25": self.lexical, "dense": self.dense, "multilingual": self.multilingual}[signal] is not None
 

@@ -66,23 +66,60 @@ class ManifestStats:
     parsed: int = 0
 
 
-class PoolManifest:
-    """The parse outcomes of one pool root's files, read from and written to ``<cache_dir>/pools/``.
+#: one file's kept parse outcome: its identity when it was read (``file_identity``), and what it parsed to
+Kept = tuple[list[int], ParsedSkill | SkillParseError]
 
-    ``outcome(rel, st)`` answers from the last run for a file whose identity ``st`` is unchanged (else None);
-    ``record`` keeps what was parsed now; ``save`` writes the manifest when anything differs from what was loaded.
+
+class ParsedFiles:
+    """The parse outcomes of one pool root's files, kept in memory from one read to the next.
+
+    ``outcome(rel, st)`` answers from the last read for a file whose identity ``st`` is unchanged (else None);
+    ``record`` keeps what was parsed now; after the read, ``kept`` holds every outcome the next read may reuse.
+    ``serve --watch`` reads its pool through these on every reload: the manifest file (``PoolManifest``) would be
+    loaded and written again each time, two JSON passes over 10,000 entries, sealed, in the serving process."""
+
+    def __init__(self, last: dict[str, Kept] | None = None) -> None:
+        self.stats = ManifestStats()
+        self.kept: dict[str, Kept] = {}
+        self._last: dict[str, Kept] | dict[str, list] = last or {}
+        self._started_ns = time.time_ns()
+
+    def outcome(self, rel: str, st: os.stat_result) -> ParsedSkill | SkillParseError | None:
+        """The last parse outcome of the plain file ``rel`` (relative to the root) if its identity is unchanged."""
+        entry = self._last.get(rel)
+        if entry is None or not stat.S_ISREG(st.st_mode) or entry[0] != file_identity(st):
+            return None
+        found = self._found(entry)
+        self.kept[rel] = (entry[0], found)
+        self.stats.unchanged += 1
+        return found
+
+    def _found(self, entry: Kept) -> ParsedSkill | SkillParseError:
+        return entry[1]
+
+    def record(self, rel: str, st: os.stat_result, found: ParsedSkill | SkillParseError) -> None:
+        """Keep what ``rel`` parsed to now (``st``: its ``lstat`` taken before it was read), where it may be kept."""
+        self.stats.parsed += 1
+        recent = self._started_ns - max(st.st_mtime_ns, st.st_ctime_ns) < RACY_SECONDS * 1e9
+        if (stat.S_ISREG(st.st_mode) and not recent
+                and not (isinstance(found, SkillParseError) and found.code in TRANSIENT_REASONS)):
+            self.kept[rel] = (file_identity(st), found)
+
+    def save(self) -> None:
+        """Nothing to write: the outcomes stay in ``kept``, for the next read."""
+
+
+class PoolManifest(ParsedFiles):
+    """``ParsedFiles`` read from and written to ``<cache_dir>/pools/``, from one run to the next: ``save`` writes the
+    manifest when anything differs from what was loaded.
     """
 
     def __init__(self, cache_dir: Path, root: Path, max_file_bytes: int) -> None:
+        super().__init__()
         root_key = digest(json.dumps([MANIFEST_FORMAT, os.path.realpath(root), max_file_bytes]))[:24]
         self.directory = Path(cache_dir) / _FOLDER
         self.path = self.directory / f"{root_key}.json"
-        self.stats = ManifestStats()
-        self._old: dict[str, list] = {}
         self._bodies = b""
-        self._new: dict[str, tuple[list[int], ParsedSkill | SkillParseError]] = {}
-        self._changed = False
-        self._started_ns = time.time_ns()
         self._load()
 
     def _load(self) -> None:
@@ -107,39 +144,21 @@ class PoolManifest:
             if at_fault != self.path:
                 self.path.unlink(missing_ok=True)
             return
-        self._old, self._bodies = files, data
+        self._last, self._bodies = files, data
 
-    def outcome(self, rel: str, st: os.stat_result) -> ParsedSkill | SkillParseError | None:
-        """The last parse outcome of the plain file ``rel`` (relative to the root) if its identity is unchanged."""
-        entry = self._old.get(rel)
-        if entry is None or not stat.S_ISREG(st.st_mode) or entry[0] != file_identity(st):
-            return None
+    def _found(self, entry: list) -> ParsedSkill | SkillParseError:
         if entry[1] == "ok":
-            found: ParsedSkill | SkillParseError = ParsedSkill(entry[2], entry[3],
-                                                               self._bodies[entry[4]:entry[5]].decode("utf-8"))
-        else:
-            found = SkillParseError(entry[2], entry[3])
-        self._new[rel] = (entry[0], found)
-        self.stats.unchanged += 1
-        return found
-
-    def record(self, rel: str, st: os.stat_result, found: ParsedSkill | SkillParseError) -> None:
-        """Keep what ``rel`` parsed to now (``st``: its ``lstat`` taken before it was read), where it may be kept."""
-        self.stats.parsed += 1
-        self._changed = True
-        recent = self._started_ns - max(st.st_mtime_ns, st.st_ctime_ns) < RACY_SECONDS * 1e9
-        if (stat.S_ISREG(st.st_mode) and not recent
-                and not (isinstance(found, SkillParseError) and found.code in TRANSIENT_REASONS)):
-            self._new[rel] = (file_identity(st), found)
+            return ParsedSkill(entry[2], entry[3], self._bodies[entry[4]:entry[5]].decode("utf-8"))
+        return SkillParseError(entry[2], entry[3])
 
     def save(self) -> None:
         """Write the manifest of this read (files gone since are dropped), unless it is the one loaded."""
-        if not self._changed and len(self._new) == len(self._old):
+        if not self.stats.parsed and len(self.kept) == len(self._last):
             return
         files: dict[str, list] = {}
         parts: list[bytes] = []
         at = 0
-        for rel, (identity, found) in self._new.items():
+        for rel, (identity, found) in self.kept.items():
             if isinstance(found, SkillParseError):
                 files[rel] = [identity, "rejected", found.code, found.message]
                 continue

@@ -19,7 +19,8 @@ the id is prefixed with the root's position, ``2:tools/lint``, so ids stay uniqu
 change.
 
 Given the index cache (``cache_dir``), a folder pool is read through its ``PoolManifest``: a file unchanged since
-the last read (its ``lstat`` identity) is not parsed again, which is most of a warm ``route``'s pool read.
+the last read (its ``lstat`` identity) is not parsed again, which is most of a warm ``route``'s pool read. A caller
+that reads the same roots again and again (``serve --watch``) keeps the outcomes in memory instead (``parsed_files``).
 """
 from __future__ import annotations
 
@@ -34,7 +35,7 @@ from skill_assets.lib.core.frontmatter import ParsedSkill, SkillParseError
 from skill_assets.lib.common.hashing import normalise_name
 from skill_assets.lib.common.jsonl import JsonlError, capped_lines, parse_json_object
 from skill_assets.lib.core.skill_files import FolderReject, read_skill, walk_skill_paths
-from skill_assets.lib.retrieval.pool_manifest import ManifestStats, PoolManifest
+from skill_assets.lib.retrieval.pool_manifest import ManifestStats, ParsedFiles, PoolManifest
 
 SKILL_FILENAME = "SKILL.md"
 DEFAULT_MAX_FILE_BYTES = 1_000_000
@@ -110,7 +111,11 @@ class _Ids:
         self.where[sid] = place
 
 
-def _parsed(path: str, rel: str, root: Path, max_file_bytes: int, manifest: PoolManifest | None
+#: where a folder root's parse outcomes are read through: ``(root, max_file_bytes) -> ParsedFiles``
+ParsedFilesFor = Callable[[Path, int], ParsedFiles]
+
+
+def _parsed(path: str, rel: str, root: Path, max_file_bytes: int, manifest: ParsedFiles | None
             ) -> ParsedSkill | SkillParseError:
     """What one candidate file (``rel`` under ``root``) parses to: from the manifest where the file is unchanged,
     else read now."""
@@ -131,7 +136,7 @@ def _parsed(path: str, rel: str, root: Path, max_file_bytes: int, manifest: Pool
     return found
 
 
-def _load_dir(root: Path, max_file_bytes: int, manifest: PoolManifest | None) -> PoolLoad:
+def _load_dir(root: Path, max_file_bytes: int, manifest: ParsedFiles | None) -> PoolLoad:
     """A folder pool's skills and rejects; paths are handled as strings (a pathlib object per file was a third of a
     warm read)."""
     out = PoolLoad()
@@ -211,9 +216,11 @@ def _log_flagged(load: PoolLoad, log: Callable[[str], None]) -> None:
 
 
 def load_pool(path: str | Path, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
-              log: Callable[[str], None] = _log.warning, cache_dir: Path | None = None) -> PoolLoad:
+              log: Callable[[str], None] = _log.warning, cache_dir: Path | None = None,
+              parsed_files: ParsedFilesFor | None = None) -> PoolLoad:
     """Skills from a SKILL.md directory tree or a JSONL file; bad entries go to ``rejected`` with reasons.
     ``cache_dir``: the index cache, where a folder pool's manifest is kept (``PoolManifest``; None: no manifest).
+    ``parsed_files``: where a folder pool's parse outcomes are read through instead of its manifest.
 
     Raises FileNotFoundError for a missing pool, PoolError (a ValueError) for a duplicate id, and
     ValueError for a path that is neither kind. ``log`` gets one line about flagged skills.
@@ -222,7 +229,9 @@ def load_pool(path: str | Path, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
     if not p.exists():
         raise FileNotFoundError(f"skill pool {p} does not exist")
     if p.is_dir():
-        load = _load_dir(p, max_file_bytes, PoolManifest(cache_dir, p, max_file_bytes) if cache_dir else None)
+        if parsed_files is None:
+            parsed_files = (lambda root, cap: PoolManifest(cache_dir, root, cap)) if cache_dir else None
+        load = _load_dir(p, max_file_bytes, parsed_files(p, max_file_bytes) if parsed_files else None)
     elif p.suffix.lower() in (".jsonl", ".ndjson", ".json"):
         if not stat.S_ISREG(os.stat(p).st_mode):
             raise ValueError(f"skill pool {p} is not a regular file (a FIFO or device is never read)")
@@ -236,7 +245,8 @@ def load_pool(path: str | Path, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
 
 
 def load_pools(paths: Sequence[str | Path], max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
-               log: Callable[[str], None] = _log.warning, cache_dir: Path | None = None) -> PoolLoad:
+               log: Callable[[str], None] = _log.warning, cache_dir: Path | None = None,
+               parsed_files: ParsedFilesFor | None = None) -> PoolLoad:
     """The skills of several roots in precedence order, the first root winning (see the module docstring).
 
     Within one root nothing changes (``load_pool``: two skills of one name in one root are both routed, as
@@ -248,7 +258,7 @@ def load_pools(paths: Sequence[str | Path], max_file_bytes: int = DEFAULT_MAX_FI
     out, ids = PoolLoad(), _Ids()
     owner: dict[str, Skill] = {}  # normalised name -> the skill routed under it
     for position, path in enumerate(paths, 1):
-        load = load_pool(path, max_file_bytes, log, cache_dir)
+        load = load_pool(path, max_file_bytes, log, cache_dir, parsed_files)
         out.rejected += load.rejected
         out.files.unchanged += load.files.unchanged
         out.files.parsed += load.files.parsed

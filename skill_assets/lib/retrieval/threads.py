@@ -36,7 +36,9 @@ def request_threads(n_queries: int) -> Iterator[None]:
         yield
         return
     torch = sys.modules.get("torch")
-    before = torch.get_num_threads() if torch is not None else 1
+    # a torch another thread is still importing (``serve --watch`` loads the document encoder beside the answers)
+    # has no functions yet: it runs nothing of this request, so there is nothing to limit
+    before = torch.get_num_threads() if hasattr(torch, "set_num_threads") else 1
     with _blas().limit(limits=1, user_api="blas"):
         if before == 1:
             yield

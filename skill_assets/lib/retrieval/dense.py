@@ -28,13 +28,15 @@ from skill_assets.lib.retrieval.threads import request_threads, search_threads
 
 EMBEDDER_MAX_SEQ = 256   # what the embedders are trained with (TrainingSettings.max_seq_length)
 QUERY_CHUNK_CHARS = 1000  # a request piece the bi-encoder reads whole (~256 tokens of English)
-#: request pieces encoded per call: one. A batch is padded to its longest piece, and a long task statement's pieces
-#: range from 14 to 269 tokens (the 24 pieces of a 600-word request and its parts took 3,775 ms in one batch, one
-#: thread, load average 2); one at a time none is padded, a stop is seen between pieces (each ~0.1 s), and a piece's
-#: embedding does not depend on what else the call holds. A 600-word request by parts over 10,000 skills (load
-#: average ~5.7, runs alternating): p50 1,754 and 1,820 ms with four texts of like length per call, 1,577 and
-#: 1,635 ms one piece at a time (``bench/long_request_latency.py``)
-QUERY_GROUP = 1
+#: request pieces encoded per call, by request backend: a stop is seen between calls, and a piece's embedding does
+#: not depend on what else its call holds. ``torch``: one. A batch is padded to its longest piece, and a long task
+#: statement's pieces range from 14 to 269 tokens (the 24 pieces of a 600-word request and its parts took 3,775 ms in
+#: one batch, one thread, load average 2); a 600-word request by parts over 10,000 skills (load average ~5.7, runs
+#: alternating): p50 1,754 and 1,820 ms with four texts of like length per call, 1,577 and 1,635 ms one piece at a
+#: time. ``numpy``: four. It packs a call's pieces end to end, nothing padded (``numpy_bert.PACK_TOKENS``): the 24
+#: pieces took 692 ms of CPU so, 852 one at a time; four pieces of a whole request are at most ~1,000 tokens, about
+#: 0.4 s of one core between stops
+QUERY_GROUP = {"torch": 1, "numpy": 4}
 
 
 def device() -> str:
@@ -152,7 +154,7 @@ class DenseIndex:
         self.query_encoder  # loaded before the thread limits, so that they limit what it runs on
         with request_threads(len(queries)):
             emb, starts = chunk_embeddings([self.query_prompt + q.strip() for q in queries], self.encode,
-                                           QUERY_CHUNK_CHARS, QUERY_GROUP, checkpoint)
+                                           QUERY_CHUNK_CHARS, QUERY_GROUP[self.query_encoder.backend], checkpoint)
         with search_threads(len(emb)):
             return best_piece(emb @ matrix.T, starts)
 

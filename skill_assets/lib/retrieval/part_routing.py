@@ -67,8 +67,8 @@ def route_by_parts(engine: Engine, queries: list[str], top_k: int = 20, cap: int
     label marks as setting, which ``need_parts`` leaves out), and ``most`` and ``part_probability`` (how many skills
     it loads: ``SelectionCut.select_by_parts``) are what ``bench/long_tasks.py`` varies; the defaults are the
     settings chosen on dev. The whole requests and all their parts are scored in one call per signal (each
-    encoder reads them piece by piece: ``dense.QUERY_GROUP``); ``checkpoint()`` is called between the pieces and
-    the stages (``serve``)."""
+    encoder reads them a few pieces a call: ``dense.QUERY_GROUP``); ``checkpoint()`` is called between those calls
+    and the stages (``serve``)."""
     if top_k < 1:
         raise ValueError("top_k must be >= 1")
     route_whole = route_whole or (lambda texts: engine.route(texts, top_k=top_k, cap=cap))

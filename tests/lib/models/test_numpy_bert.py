@@ -3,11 +3,13 @@ bundled MiniLM, the shipped tuned one, and a folder saved by sentence-transforme
 the bi-encoder then falling back to torch with one log line."""
 import json
 import os
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from skill_assets.lib.models import numpy_bert
 from skill_assets.lib.models.bundled_models import bundled_minilm
 from skill_assets.lib.models.encoder_backends import choose_query_encoder
 from skill_assets.lib.models.numpy_bert import NumpyBertEncoder, max_tokens, refusal
@@ -115,3 +117,29 @@ def test_the_query_backends_are_named_and_torch_can_be_asked_for():
                                   lambda: sentence_transformer(bundled_minilm()))
     assert (choice.backend, choice.reason) == ("torch", "requested")
     assert choose_query_encoder(bundled_minilm(), "numpy", EMBEDDER_MAX_SEQ, lambda: None).backend == "numpy"
+
+
+class _CountedWeights(np.ndarray):
+    """A weight matrix that counts the matrix products it takes part in."""
+
+    products = 0
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        if ufunc is np.matmul:
+            type(self).products += 1
+        return getattr(ufunc, method)(*(np.asarray(i) for i in inputs), **kwargs)
+
+
+def test_a_call_of_many_texts_reads_each_layers_weights_once_and_gives_each_text_its_own_row(monkeypatch):
+    """The texts of a call are packed into one forward pass (a long request's parts are twenty texts of a few dozen
+    tokens), and attention stays within each text: every row is the text's own embedding."""
+    encoder = NumpyBertEncoder(bundled_minilm(), max_tokens(bundled_minilm(), EMBEDDER_MAX_SEQ))
+    alone = np.vstack([encoder.encode([text]) for text in TEXTS])
+    assert sum(len(encoder.tokens(t)) for t in TEXTS) > numpy_bert.PACK_TOKENS  # two passes
+    assert np.abs(encoder.encode(TEXTS) - alone).max() < 1e-6
+    monkeypatch.setattr(numpy_bert, "PACK_TOKENS", 10_000)
+    monkeypatch.setattr(encoder, "layers", [replace(layer, intermediate=layer.intermediate.view(_CountedWeights))
+                                            for layer in encoder.layers])
+    together = encoder.encode(TEXTS)
+    assert _CountedWeights.products == len(encoder.layers)
+    assert together.dtype == np.float32 and np.abs(together - alone).max() < 1e-6

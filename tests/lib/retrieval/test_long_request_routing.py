@@ -16,7 +16,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 from long_request_pool import long_request_pool, long_requests  # noqa: E402
 
 from skill_assets.lib.retrieval.chunking import text_chunks  # noqa: E402
-from skill_assets.lib.retrieval.dense import QUERY_CHUNK_CHARS  # noqa: E402
+from skill_assets.lib.retrieval.dense import QUERY_CHUNK_CHARS, QUERY_GROUP as DENSE_GROUP  # noqa: E402
 from skill_assets.lib.retrieval.multilingual import CHUNK_CHARS, QUERY_GROUP  # noqa: E402
 from skill_assets.lib.retrieval.part_routing import route_by_parts  # noqa: E402
 from skill_assets.lib.retrieval.task_parts import need_parts, task_parts  # noqa: E402
@@ -107,10 +107,11 @@ def test_a_stop_set_mid_encoding_ends_the_dense_encoding_of_a_long_query_at_the_
     total = len(text_chunks(query, QUERY_CHUNK_CHARS))
     assert total >= 15
     stop, done = threading.Event(), [0]
-    monkeypatch.setattr(router.dense, "encode", _stop_after(router.dense.encode, stop, 2, done))
+    assert router.dense.query_encoder.backend == "numpy"
+    monkeypatch.setattr(router.dense, "encode", _stop_after(router.dense.encode, stop, 1, done))
     with pytest.raises(Stopped):
         router.signal_scores([query], _checkpoint(stop), signals=("dense",))
-    assert done[0] == 2  # of 20 pieces: the stop was seen before the third
+    assert done[0] == DENSE_GROUP["numpy"] < total  # one call's pieces, then the stop
 
 
 def test_a_stop_set_mid_encoding_ends_the_multilingual_encoding_of_a_long_query_at_the_next_group(router,
@@ -132,9 +133,9 @@ def test_a_stop_mid_encoding_ends_a_routed_long_query_and_the_router_answers_aft
     query = _long_query()
     stop, done = threading.Event(), [0]
     with monkeypatch.context() as patch:
-        patch.setattr(router.dense, "encode", _stop_after(router.dense.encode, stop, 3, done))
+        patch.setattr(router.dense, "encode", _stop_after(router.dense.encode, stop, 1, done))
         with pytest.raises(Stopped):
             router.route([query], checkpoint=_checkpoint(stop))
-    assert done[0] == 3
+    assert done[0] == DENSE_GROUP["numpy"]
     (answer,) = router.route([query[:3000]], top_k=5)
     assert len(answer.ranking) == 5 and answer.signals_used == tuple(router.fusion.signals)

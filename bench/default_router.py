@@ -29,6 +29,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 from results_doc import write_section  # noqa: E402
 from shared_corpus import CORPUS  # noqa: E402
 
+from skill_assets.lib.retrieval.engine_config import FittedRouting
 from skill_assets.lib.models.bundled_models import bundled_minilm  # noqa: E402
 from skill_assets.lib.evaluation.curated_benchmark import load_requests  # noqa: E402
 from skill_assets.lib.retrieval.defaults import shipped_router  # noqa: E402
@@ -94,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     skills, _ = load_pool(args.corpus)
     shipped, _ = shipped_router()
     card = shipped.card
-    router = Router(bundled_minilm(), cache_dir=args.cache_dir, signals=shipped.signals, fusion=shipped,
+    router = Router(bundled_minilm(), cache_dir=args.cache_dir, signals=shipped.signals, fitted=FittedRouting(shipped),
                     log=stderr_log)
     router.index(skills)
     curated = load_requests(CURATED_REQUESTS)

@@ -31,6 +31,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 from results_doc import write_section  # noqa: E402
 from shared_corpus import CORPUS  # noqa: E402
 
+from skill_assets.lib.retrieval.engine_config import FittedRouting
 from skill_assets.lib.models.bundled_models import bundled_minilm  # noqa: E402
 from skill_assets.lib.common.hashing import digest  # noqa: E402
 from skill_assets.lib.common.significance import bootstrap_interval  # noqa: E402
@@ -204,7 +205,7 @@ def main() -> int:
     torch.set_num_threads(1)
     log = stderr_log
     skills = load_pool(args.corpus).skills
-    engine = Engine(bundled_minilm(), cache_dir=args.cache_dir, fusion=shipped_router()[0], log=log)
+    engine = Engine(bundled_minilm(), cache_dir=args.cache_dir, fitted=FittedRouting(shipped_router()[0]), log=log)
     caps = engine.multilingual_caps
     index, _ = MultilingualIndex.build_or_load([multilingual_document(s, caps) for s in skills], engine.cache_dir,
                                                engine.multilingual, log)

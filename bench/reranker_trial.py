@@ -38,6 +38,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 from results_doc import write_section  # noqa: E402
 from shared_corpus import CORPUS  # noqa: E402
 
+from skill_assets.lib.retrieval.engine_config import FittedRouting
 from skill_assets.lib.common.significance import bootstrap_interval  # noqa: E402
 from skill_assets.lib.retrieval.defaults import shipped_router, tuned_embedder  # noqa: E402
 from skill_assets.lib.retrieval.engine import Engine  # noqa: E402
@@ -88,7 +89,7 @@ def main() -> int:
     held_out = held_out_dense(args.corpus, skills, train, args.cache_dir, stderr_log)
     if args.train_requests:
         train = random.Random(0).sample(train, min(args.train_requests, len(train)))
-    engine = Engine(tuned_embedder(), cache_dir=args.cache_dir, fusion=fusion, selection=cut, signals=SIGNALS,
+    engine = Engine(tuned_embedder(), cache_dir=args.cache_dir, fitted=FittedRouting(fusion, cut), signals=SIGNALS,
                     log=stderr_log)
     engine.index(skills)
     ids, texts = engine.ids, engine.reranker_texts

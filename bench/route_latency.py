@@ -29,6 +29,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from shared_corpus import add_pool_arguments, corpus_pool  # noqa: E402
 
+from skill_assets.lib.retrieval.engine_config import EngineSettings, FittedRouting
 from skill_assets.lib.models import model_registry as registry  # noqa: E402
 from skill_assets.lib.models.bundled_models import bundled_minilm  # noqa: E402
 from skill_assets.lib.models.encoder_backends import BACKENDS  # noqa: E402
@@ -100,9 +101,10 @@ def main(argv: list[str] | None = None) -> int:
               "store with router_fusion", file=sys.stderr)
         return 2
     fusion, cut = load_router_model(fusion_dir)
-    settings = dict(reranker_path=reranker, cache_dir=args.cache_dir, num_threads=args.threads,
-                    reranker_max_length=args.rerank_max_length, reranker_backend=args.reranker_backend,
-                    embedder_backend=args.embedder_backend, signals=SIGNALS, fusion=fusion, selection=cut)
+    settings = dict(reranker_path=reranker, cache_dir=args.cache_dir, signals=SIGNALS, fitted=FittedRouting(fusion, cut),
+                    settings=EngineSettings(num_threads=args.threads, reranker_max_length=args.rerank_max_length,
+                                            reranker_backend=args.reranker_backend,
+                                            embedder_backend=args.embedder_backend))
     router = Router(embedder, log=stderr_log, **settings)
     stats = router.index(pool)
     stderr_log(f"index: {stats.seconds:.1f}s ({stats.encoded} encoded, {stats.cached} cached)")

@@ -30,6 +30,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from shared_corpus import CORPUS  # noqa: E402
 
+from skill_assets.lib.retrieval.engine_config import EngineSettings
 from skill_assets.lib.models import model_registry as registry  # noqa: E402
 from skill_assets.lib.models.bundled_models import bundled_minilm
 from skill_assets.lib.common.significance import paired_bootstrap  # noqa: E402
@@ -108,8 +109,8 @@ def main(argv: list[str] | None = None) -> int:
                f"{sum(1 for r in requests if any(not set(g) & pool_ids for g in r.groups))}")
     embedder = args.embedder or registry.newest_path(None, registry.EMBEDDER) or bundled_minilm()
     reranker = args.reranker or registry.newest_path(None, registry.RERANKER)
-    router = Router(embedder, reranker_path=reranker, cache_dir=args.cache_dir, signals=SIGNALS,
-                    num_threads=args.threads, log=stderr_log)
+    router = Router(embedder, reranker, cache_dir=args.cache_dir, signals=SIGNALS,
+                    settings=EngineSettings(num_threads=args.threads), log=stderr_log)
     stats = router.index(skills)
     stderr_log(f"indexed in {stats.seconds:.1f}s ({stats.encoded} encoded)")
 

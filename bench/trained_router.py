@@ -31,6 +31,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 from results_doc import write_section  # noqa: E402
 from shared_corpus import CORPUS  # noqa: E402
 
+from skill_assets.lib.retrieval.engine_config import FittedRouting
 from skill_assets.defs.resources import DEMO_SKILLS  # noqa: E402
 from skill_assets.lib.models.bundled_models import bundled_minilm  # noqa: E402
 from skill_assets.lib.common.significance import bootstrap_interval  # noqa: E402
@@ -120,9 +121,9 @@ def score_set(name: str, requests: list[Request], engines: dict[str, Engine], lo
 
 def engines_over(skills: list[Skill], before_dir: Path, cache: Path, log) -> dict[str, Engine]:
     fusion, cut = load_router_model(before_dir)
-    before = Engine(bundled_minilm(), cache_dir=cache, fusion=fusion, selection=cut, signals=SIGNALS, log=log)
+    before = Engine(bundled_minilm(), cache_dir=cache, fitted=FittedRouting(fusion, cut), signals=SIGNALS, log=log)
     before.index(skills)
-    tuned = Engine(tuned_embedder(), cache_dir=cache, fusion=fusion, selection=cut, signals=SIGNALS, log=log)
+    tuned = Engine(tuned_embedder(), cache_dir=cache, fitted=FittedRouting(fusion, cut), signals=SIGNALS, log=log)
     tuned.index(skills)
     shipped = Router.from_store(db_path=cache / "no-store.duckdb", cache_dir=cache, log=log)
     shipped.index(skills)

@@ -292,13 +292,16 @@ def open_pool(args: argparse.Namespace, cache_dir: Path | None = None) -> list[S
     return skills
 
 
-def _router(args: argparse.Namespace, cache_dir: str | Path | None, **routing) -> Router:
-    """The router the model options choose (``Router.from_store``), its index cache at ``cache_dir``."""
+def _router(args: argparse.Namespace, cache_dir: str | Path | None, reranker: str | None, **settings) -> Router:
+    """The router the model options choose (``Router.from_store``), its index cache at ``cache_dir``; ``settings``:
+    ``EngineSettings`` fields beyond the embedder's backend and the multilingual model."""
+    from skill_assets.lib.retrieval.engine_config import EngineSettings
     from skill_assets.router.routing import Router, stderr_log
 
-    return Router.from_store(db_path=args.db, embedder=args.embedder, fusion=args.fusion, cache_dir=cache_dir,
-                             embedder_backend=args.embedder_backend, multilingual_model=args.multilingual,
-                             log=stderr_log, **routing)
+    return Router.from_store(db_path=args.db, embedder=args.embedder, reranker=reranker, fusion=args.fusion,
+                             cache_dir=cache_dir, log=stderr_log,
+                             settings=EngineSettings(embedder_backend=args.embedder_backend,
+                                                     multilingual_model=args.multilingual, **settings))
 
 
 def open_router(args: argparse.Namespace, background: bool = False):

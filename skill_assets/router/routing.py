@@ -17,6 +17,7 @@ from skill_assets.lib.common.store import resolve_db
 from skill_assets.lib.retrieval.abstention import load_abstention
 from skill_assets.lib.retrieval.defaults import default_parts, lexical_router
 from skill_assets.lib.retrieval.engine import CACHE_ENV, Engine
+from skill_assets.lib.retrieval.engine_config import EngineSettings, FittedRouting
 from skill_assets.lib.retrieval.fusion_training import load_router_model
 from skill_assets.lib.retrieval.part_routing import route_by_parts
 from skill_assets.lib.retrieval.pools import load_pool
@@ -32,8 +33,9 @@ class Router(Engine):
 
     @classmethod
     def from_store(cls, db_path: str | Path | None = None, embedder: str | Path | None = None,
-                   reranker: str | Path | None = None, query_prompt: str = "", cache_dir: str | Path | None = None,
-                   fusion: str | Path | None = None, **kwargs) -> Router:
+                   reranker: str | Path | None = None, fusion: str | Path | None = None,
+                   cache_dir: str | Path | None = None, settings: EngineSettings | None = None,
+                   log: Callable[[str], None] | None = None) -> Router:
         """The router a user gets: the shipped router (``lib.retrieval.defaults``: fusion and selection cut fitted
         on the curated benchmark, bundled MiniLM, no reranker), unless the store's newest fusion or reranker passed
         the adoption rule (``adoption``: ≥ 100 train and ≥ 50 disjoint dev requests, and a dev win over the
@@ -43,18 +45,17 @@ class Router(Engine):
         indexed (``start_index``) the router answers with the fusion folder's lexical path (``lexical/``; the
         shipped router's where the folder has none). Where the fusion folder holds an abstention fitted over that
         fusion and this router's encoders (the shipped one does), a request no skill fits selects none
-        (``load_abstention``; one log line where it is left out)."""
-        log = kwargs.get("log") or (lambda msg: None)
+        (``load_abstention``; one log line where it is left out). ``settings``: how the models run."""
+        log = log or (lambda msg: None)
         db = resolve_db(db_path)
         parts = default_parts(db)
         for note in parts.notes:
             log(note)
-        fusion_dir = None
+        fusion_dir, fitted = None, None
         if fusion is None or str(fusion).lower() not in NO_RERANKER:
             fusion_dir = str(fusion) if fusion is not None else parts.fusion_dir
-            kwargs["fusion"], kwargs["selection"] = load_router_model(fusion_dir)
-            if "bm25" in kwargs["fusion"].signals:
-                kwargs["lexical_fusion"], kwargs["lexical_selection"] = lexical_router(fusion_dir)
+            model, cut = load_router_model(fusion_dir)
+            fitted = FittedRouting(model, cut, *(lexical_router(fusion_dir) if "bm25" in model.signals else ()))
         emb = str(embedder) if embedder else (parts.embedder if fusion is None else bundled_minilm())
         if reranker is None:
             rr = parts.reranker if fusion is None else None
@@ -66,7 +67,7 @@ class Router(Engine):
             rr = str(reranker)
         if cache_dir is None and not os.environ.get(CACHE_ENV) and db.is_file():
             cache_dir = db.resolve().parent / "index_cache"
-        router = cls(emb, rr, cache_dir=cache_dir, query_prompt=query_prompt, **kwargs)
+        router = cls(emb, rr, fitted=fitted, settings=settings, cache_dir=cache_dir, log=log)
         if fusion_dir is not None:
             router.abstention = load_abstention(fusion_dir, router, log)
         return router

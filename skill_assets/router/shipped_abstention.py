@@ -28,6 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
+from skill_assets.lib.retrieval.engine_config import FittedRouting
 from skill_assets.lib.common.hashing import digest
 from skill_assets.lib.retrieval.abstention import (
     ABSTENTION_FILE,
@@ -154,7 +155,7 @@ def build_shipped_abstention(pool: str | Path, cache_dir: str | Path | None = No
     Skipped (the saved one returned) where it was fitted over the same fusion, encoders, data and recipe, unless
     ``force``."""
     fusion, cut = shipped_router()
-    engine = Engine(shipped_embedder(), cache_dir=cache_dir, fusion=fusion, selection=cut, log=log)
+    engine = Engine(shipped_embedder(), cache_dir=cache_dir, fitted=FittedRouting(fusion, cut), log=log)
     skills = load_pool(pool).skills
     requests, dev_by_source = fitting_requests()
     answerable = {split: [r for r in requests if r.split == split] for split in ("train", "dev")}

@@ -22,7 +22,7 @@ The card names the tuned layers' sha256 (``data.embedder_sha256``): ``defaults.s
 them only while that holds, so the fusion is always used over the bi-encoder it was fitted over.
 
 Beside it, in ``lexical/``, the same recipe over BM25 alone: what the router answers with while the
-encoders' indexes of a new pool build (``Engine.start_index``; the dev evidence is in ``Engine._route_lexical``).
+encoders' indexes of a new pool build (``Engine.start_index``; the dev evidence is in ``answering.route_lexical``).
 Its cut knows copies as identical documents (``Engine.lexical_similarity``), since no cosine exists then.
 
 ``build_shipped_router`` rebuilds it deterministically from the same data (``skill-assets

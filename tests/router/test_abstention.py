@@ -16,6 +16,7 @@ from mcp import Client
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+from skill_assets.lib.retrieval.engine_config import EngineSettings
 from skill_assets.lib.evaluation.curated_benchmark import load_requests  # noqa: E402
 from skill_assets.lib.retrieval.abstention import (  # noqa: E402
     ABSTENTION_FILE,
@@ -116,7 +117,8 @@ def test_an_abstention_fitted_over_another_fusion_is_left_out_with_one_line(tmp_
 def test_an_abstention_over_other_encoders_is_left_out_with_one_line(tmp_path):
     lines: list[str] = []
     router = Router.from_store(db_path=tmp_path / "missing.duckdb", cache_dir=tmp_path / "cache",
-                               multilingual_model="another/multilingual-model", log=lines.append)
+                               settings=EngineSettings(multilingual_model="another/multilingual-model"),
+                               log=lines.append)
     assert router.abstention is None
     assert len([line for line in lines if "abstention not used" in line and "encoders" in line]) == 1
 

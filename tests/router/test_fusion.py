@@ -8,6 +8,7 @@ import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+from skill_assets.lib.retrieval.engine_config import FittedRouting
 from skill_assets.lib.models.bundled_models import bundled_minilm
 from skill_assets.lib.retrieval.fusion import GRID  # noqa: E402
 from skill_assets.lib.retrieval.fusion_training import (
@@ -55,7 +56,7 @@ def test_saved_model_loads_back_and_routes_with_signals_and_selection(toy):
     assert cut == fitted.cut
     c = router.candidates([requests[0].query])[0]
     np.testing.assert_allclose(model.score(c), fitted.model.score(c), rtol=1e-5, atol=1e-6)
-    hybrid = Router(bundled_minilm(), cache_dir=root / "cache", fusion=model, selection=cut)
+    hybrid = Router(bundled_minilm(), cache_dir=root / "cache", fitted=FittedRouting(model, cut))
     hybrid.index(router.skills)
     (routed,) = hybrid.route(["帮我写一封应聘数据分析师岗位的求职信"], top_k=5)
     line = routed.as_dict("q1")

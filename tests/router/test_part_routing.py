@@ -7,6 +7,7 @@ import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+from skill_assets.lib.retrieval.engine_config import FittedRouting
 from skill_assets.lib.models.bundled_models import bundled_minilm  # noqa: E402
 from skill_assets.lib.retrieval.engine import Engine  # noqa: E402
 from skill_assets.lib.retrieval.fusion_training import load_router_model  # noqa: E402
@@ -48,7 +49,7 @@ def fused(toy):
     """The toy pool routed by the fusion and cut fitted on the toy requests."""
     router, _, _, _, folder, root = toy
     fusion, cut = load_router_model(folder)
-    engine = Router(bundled_minilm(), cache_dir=root / "cache", fusion=fusion, selection=cut, signals=SIGNALS)
+    engine = Router(bundled_minilm(), cache_dir=root / "cache", fitted=FittedRouting(fusion, cut), signals=SIGNALS)
     engine.index(router.skills)
     return engine
 
@@ -124,7 +125,7 @@ def test_the_merge_lifts_only_the_parts_best_skills(fused):
 def test_while_only_bm25_is_indexed_a_long_request_routes_as_the_whole(fused, toy):
     router, _, _, _, folder, root = toy
     fusion, cut = load_router_model(folder)
-    lexical = Router(bundled_minilm(), cache_dir=root / "cache", fusion=fusion, selection=cut, signals=SIGNALS)
+    lexical = Router(bundled_minilm(), cache_dir=root / "cache", fitted=FittedRouting(fusion, cut), signals=SIGNALS)
     lexical.start_index(router.skills, encoders="skip")
     (answer,) = route_by_parts(lexical, [LONG], top_k=5)
     assert answer.signals_used == ("bm25",) and answer.as_dict() == lexical.route([LONG], top_k=5)[0].as_dict()

@@ -16,6 +16,7 @@ import pytest
 from bilingual_pool import SKILLS
 from mcp import Client
 
+from skill_assets.lib.retrieval.engine_config import FittedRouting
 from skill_assets.lib.models.bundled_models import bundled_minilm
 from skill_assets.lib.retrieval.defaults import LEXICAL_SUBDIR, SHIPPED_DIR, lexical_router, shipped_router
 from skill_assets.lib.retrieval.fusion_training import CARD_FILE, SELECTION_FILE
@@ -110,7 +111,7 @@ def test_routing_while_the_encoders_write_never_sees_a_half_built_index(tmp_path
         if line.startswith("dense: encoded") and " in " in line:  # the dense side's last line
             dense_done.set()
 
-    router = Router(bundled_minilm(), cache_dir=tmp_path / "cache", fusion=fusion, selection=cut, log=log)
+    router = Router(bundled_minilm(), cache_dir=tmp_path / "cache", fitted=FittedRouting(fusion, cut), log=log)
     encode = router.multilingual.encode
 
     def held_encode(texts, threads=None):

@@ -12,6 +12,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 from bilingual_pool import SKILLS as BILINGUAL_SKILLS  # noqa: E402
 from bilingual_pool import write_skill  # noqa: E402
 
+from skill_assets.lib.retrieval.engine_config import EngineSettings, FittedRouting
 from skill_assets.lib.models.bundled_models import bundled_minilm
 from skill_assets.lib.retrieval.defaults import default_parts  # noqa: E402
 from skill_assets.router import Router, load_pool  # noqa: E402
@@ -144,7 +145,8 @@ def test_reranker_backend_is_chosen_once_and_reported(minilm, pool_dir, tmp_path
     assert fast.reranker.scorer.backend in ("torch-bf16", "onnx-int8", "torch") and fast.reranker.scorer.reason
     assert any(line.startswith("reranker backend:") for line in logs)
     assert (tmp_path / "cache" / "onnx").is_dir()  # export and verdict live beside the index cache
-    exact = Router(minilm, reranker_path=minilm, cache_dir=tmp_path / "cache", reranker_backend="torch")
+    exact = Router(minilm, reranker_path=minilm, cache_dir=tmp_path / "cache",
+                   settings=EngineSettings(reranker_backend="torch"))
     exact.index(skills)
     exact.reranker._model = fast.reranker.model  # the same (randomly headed) cross-encoder
     pairs = [(DOCKER_QUERY, d) for d in list(exact.reranker_texts.values())[:4]]
@@ -355,14 +357,14 @@ def test_pool_documents_are_embedded_by_the_gated_backend_and_it_keys_the_cache(
 
     # chosen or refused, the line says why: what the gate measured, or that this CPU has no native bf16
     assert ("bf16 gate on" in line if native_bf16() else "bf16 not tried" in line), line
-    exact = Router(minilm, cache_dir=tmp_path / "cache", embedder_backend="torch")
+    exact = Router(minilm, cache_dir=tmp_path / "cache", settings=EngineSettings(embedder_backend="torch"))
     assert exact.dense.fingerprint != fast.dense.fingerprint  # fp32 and bf16 vectors never share cache entries
     assert exact.index(skills).encoded == len(skills)
     assert np.min(np.sum(exact.dense.matrix * fast.dense.matrix, axis=1)) > 0.999
     with pytest.raises(ValueError, match="unknown embedder backend"):
-        Router(minilm, embedder_backend="fp8")
+        Router(minilm, settings=EngineSettings(embedder_backend="fp8"))
     with pytest.raises(ValueError, match="unknown reranker backend"):
-        Router(minilm, reranker_backend="int4")
+        Router(minilm, settings=EngineSettings(reranker_backend="int4"))
 
 
 def test_documents_capped_to_their_first_tokens_are_what_the_model_reads(minilm, tmp_path):
@@ -385,7 +387,7 @@ def test_documents_capped_to_their_first_tokens_are_what_the_model_reads(minilm,
     assert float(got[0] @ full[0]) < 0.99  # the cap changed what was read
     assert capped.fingerprint != whole.fingerprint
     card_capped = FusionModel("linear", ("dense",), card={"document_tokens": 12, "multilingual_body_chars": 50})
-    routed = Router(minilm, cache_dir=tmp_path, fusion=card_capped)
+    routed = Router(minilm, cache_dir=tmp_path, fitted=FittedRouting(card_capped))
     assert (routed.dense.document_tokens, routed.multilingual_caps.body_chars) == (12, 50)
     plain = Router(minilm, cache_dir=tmp_path)
     assert (plain.dense.document_tokens, plain.multilingual_caps.body_chars) == (None, 600)

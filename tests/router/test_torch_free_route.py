@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
+from skill_assets.lib.retrieval.engine_config import EngineSettings
 from skill_assets.lib.core.skill_files import walk_skill_paths
 from skill_assets.lib.evaluation.curated_benchmark import load_requests
 from skill_assets.router import Router, load_pool
@@ -44,7 +45,7 @@ def test_numpy_and_torch_request_encoders_rank_the_curated_dev_requests_alike(sh
     routed, vectors = {}, {}
     for backend in ("torch", "numpy"):
         router = Router.from_store(db_path=tmp_path / "missing.duckdb", cache_dir=tmp_path / "cache",
-                                   query_backend=backend)
+                                   settings=EngineSettings(query_backend=backend))
         router.index(skills)
         assert router.dense.query_encoder.backend == backend
         routed[backend] = router.route(queries, top_k=10)

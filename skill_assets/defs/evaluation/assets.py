@@ -7,6 +7,7 @@ from pathlib import Path
 import dagster as dg
 import polars as pl
 
+from skill_assets.lib.retrieval.engine_config import EngineSettings, FittedRouting
 from skill_assets.defs.metadata import table_metadata
 from skill_assets.defs.resources import DUCKDB_WRITER_TAG, DuckDBStore, ModelSettings
 from skill_assets.lib.models import model_registry as registry
@@ -66,8 +67,8 @@ def evaluate_systems(skills: list[Skill], queries: list[str], store: DuckDBStore
     fusion_dir = registry.newest_path(store.path, registry.FUSION)
     fusion, cut = load_router_model(fusion_dir) if fusion_dir else (None, None)
     cache = store.artifacts_dir / "index_cache"
-    engine = Engine(embedders[first], cache_dir=cache, query_prompt=models.query_prompt, signals=SIGNALS,
-                    fusion=fusion, selection=cut)
+    engine = Engine(embedders[first], cache_dir=cache, settings=EngineSettings(query_prompt=models.query_prompt),
+                    signals=SIGNALS, fitted=FittedRouting(fusion, cut))
     engine.index(skills)
     # the evaluation scores each cross-encoder as it is (fp32), never a faster copy a speed gate picked
     rerankers = [(r["variant"], Reranker(r["path"], cache, backend="torch"))

@@ -14,6 +14,7 @@ from pathlib import Path
 import dagster as dg
 from pydantic import Field
 
+from skill_assets.lib.retrieval.engine_config import EngineSettings
 from skill_assets.defs.metadata import table_metadata
 from skill_assets.defs.resources import DUCKDB_WRITER_TAG, DuckDBStore, ModelSettings
 from skill_assets.lib.models import model_registry as registry
@@ -63,8 +64,8 @@ def router_fusion(context: dg.AssetExecutionContext, config: FusionSettings, sto
     if not any(r.split == "train" for r in requests):
         raise dg.Failure(f"{source} has no train requests: nothing to fit the fusion on")
     embedder = registry.newest_path(store.path, registry.EMBEDDER) or models.embedder
-    router = Engine(embedder, cache_dir=store.artifacts_dir / "index_cache", query_prompt=models.query_prompt,
-                    signals=SIGNALS, multilingual_model=config.multilingual, log=context.log.info)
+    router = Engine(embedder, cache_dir=store.artifacts_dir / "index_cache", signals=SIGNALS, log=context.log.info,
+                    settings=EngineSettings(query_prompt=models.query_prompt, multilingual_model=config.multilingual))
     router.index(skills)
     fitted = train_fusion(lambda queries: router.candidates(queries, depth=config.depth), router.ids, requests,
                           SIGNALS, router.similarity, config.depth, source, cap=config.cap, log=context.log.info)

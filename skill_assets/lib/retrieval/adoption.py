@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from skill_assets.lib.retrieval.engine_config import FittedRouting
 from skill_assets.lib.retrieval.adoption_rule import DEV_METRIC, Verdict, judge
 from skill_assets.lib.retrieval.defaults import shipped_embedder, shipped_router
 from skill_assets.lib.retrieval.engine import Engine
@@ -36,7 +37,7 @@ def adoption_verdicts(requests: Sequence[Request], fitted: Engine, skills: Seque
     def shipped_engine() -> Engine:
         if not shipped:
             fusion, cut = shipped_router()
-            shipped.append(Engine(shipped_embedder(), cache_dir=fitted.cache_dir, fusion=fusion, selection=cut,
+            shipped.append(Engine(shipped_embedder(), cache_dir=fitted.cache_dir, fitted=FittedRouting(fusion, cut),
                                   log=fitted.log))
             shipped[0].index(list(skills))
         return shipped[0]

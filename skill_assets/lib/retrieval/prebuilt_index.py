@@ -41,7 +41,7 @@ def encoders(engine: Engine) -> dict[str, dict[str, str]]:
     """``{signal: {"fingerprint", "made_by"}}`` for each encoder whose document vectors ``engine`` indexes: the key
     its vectors are cached under, and the same in words for the line that refuses an index made by another."""
     out = {}
-    for signal in engine.encoded_signals():
+    for signal in engine.indexes.encoded_signals():
         if signal == "dense":
             dense = engine.dense
             read = f", documents read to {dense.document_tokens} tokens" if dense.document_tokens else ""

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from skill_assets.lib.common.hashing import digest
+from skill_assets.lib.retrieval.answering import fused_rankings
 from skill_assets.lib.retrieval.dense import DenseIndex
 from skill_assets.lib.retrieval.engine import Engine
 from skill_assets.lib.retrieval.fusion import MODEL_FILE, FusionModel
@@ -77,7 +78,7 @@ def run_systems(engine: Engine, queries: Sequence[str], first_stage: str,
     if engine.fusion is not None:
         fused = engine.fused(queries, scores)
         version = fusion_version(engine.fusion, fusion_dir)
-        runs[FUSED_SYSTEM] = SystemRun(engine.fused_rankings(fused, top_k), version)
+        runs[FUSED_SYSTEM] = SystemRun(fused_rankings(fused, engine.pool, top_k), version)
         heads.append((FUSED_SYSTEM, runs[FUSED_SYSTEM], f"{FUSED_SYSTEM}+reranker"))
     for variant, reranker in rerankers:
         for head_name, head, prefix in heads:

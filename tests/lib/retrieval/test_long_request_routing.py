@@ -15,6 +15,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from long_request_pool import long_request_pool, long_requests  # noqa: E402
 
+from skill_assets.lib.retrieval.engine_config import EngineSettings
 from skill_assets.lib.retrieval.chunking import text_chunks  # noqa: E402
 from skill_assets.lib.retrieval.dense import QUERY_CHUNK_CHARS, QUERY_GROUP as DENSE_GROUP  # noqa: E402
 from skill_assets.lib.retrieval.multilingual import CHUNK_CHARS, QUERY_GROUP  # noqa: E402
@@ -36,7 +37,8 @@ def root(tmp_path_factory) -> Path:
 @pytest.fixture
 def router(root, shared_corpus):
     """The shipped router (no store) over the small real pool, documents embedded in fp32."""
-    engine = Router.from_store(db_path=root / "no-store.duckdb", cache_dir=root / "cache", embedder_backend="torch")
+    engine = Router.from_store(db_path=root / "no-store.duckdb", cache_dir=root / "cache",
+                               settings=EngineSettings(embedder_backend="torch"))
     engine.index(long_request_pool(shared_corpus, long_requests()))
     return engine
 

@@ -1,0 +1,202 @@
+"""Build a pool's indexes signal by signal and publish each stage whole, for one engine.
+
+Indexing is lexical first (``start``): BM25 over 10,000 skills takes seconds, the bi-encoder's and the multilingual
+encoder's indexes minutes on a few cores. ``start`` builds (or loads) BM25 and publishes it, then encodes the dense
+and multilingual indexes in a background thread (torch and numpy release the GIL; the two encoders run side by side,
+each on half the cores: ``encoding``) and publishes the full index when both are done and the engine's request path is
+warm (a pool already cached is only loaded). Routing reads the published ``PoolIndex`` once per call and works on that
+object alone; a build replaces it whole in one assignment, so a call sees the lexical or the full index, never a
+half-built one. Kept apart from the engine, which scores, fuses, reranks and selects over whatever is published.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+from skill_assets.lib.common.hashing import digest
+from skill_assets.lib.core.skill_text import TextCaps
+from skill_assets.lib.retrieval.dense import DenseIndex
+from skill_assets.lib.retrieval.document_cache import IndexStats
+from skill_assets.lib.retrieval.encoding import encode_side_by_side
+from skill_assets.lib.retrieval.lexical import DocumentTokens, LexicalIndex
+from skill_assets.lib.retrieval.multilingual import MultilingualEncoder, MultilingualIndex
+from skill_assets.lib.retrieval.pool_index import ENCODERS, IndexBuild, IndexStopped, PoolIndex
+from skill_assets.lib.retrieval.pools import Skill
+from skill_assets.lib.retrieval.signals import (
+    dense_document,
+    lexical_document,
+    multilingual_document,
+    skill_language,
+)
+
+
+class IndexBuilder:
+    """The published ``PoolIndex`` of one engine and the build that replaces it.
+
+    ``warm()`` loads what an answer with every signal needs (run in the build's thread before the full index is
+    published); ``answering(pool)`` names the signals an answer over ``pool`` uses, for the log."""
+
+    def __init__(self, dense: DenseIndex, multilingual: MultilingualEncoder, multilingual_caps: TextCaps,
+                 signals: tuple[str, ...], cache_dir: Path, log: Callable[[str], None], warm: Callable[[], None],
+                 answering: Callable[[PoolIndex], tuple[str, ...]]) -> None:
+        self.dense = dense
+        self.multilingual = multilingual
+        self.multilingual_caps = multilingual_caps
+        self.signals = signals
+        self.cache_dir = cache_dir
+        self.log = log
+        self._warm = warm
+        self._answering = answering
+        self._pool: PoolIndex | None = None
+        self._publishing = threading.Lock()
+        self._generation = 0
+        self._lexical_tokens = DocumentTokens()  # a re-index tokenizes only new documents
+        self._build: IndexBuild | None = None
+
+    def read_documents(self, document_tokens: int | None, multilingual_body_chars: int) -> None:
+        """Read pool documents to these caps, as a fusion being fitted here will route them (a fitted fusion's card
+        sets both at construction). Before indexing only: an index is read at one set of caps."""
+        if self._pool is not None:
+            raise RuntimeError("the pool is indexed already: set how documents are read before indexing")
+        d = self.dense
+        self.dense = DenseIndex(d.model_path, d.cache_dir, d.query_prompt, d.batch_size, d.backend, self.log,
+                                document_tokens, d.query_backend)
+        self.multilingual_caps = replace(self.multilingual_caps, body_chars=multilingual_body_chars)
+
+    def start(self, skills: list[Skill], shard_size: int = 512, encoders: str = "background",
+              hold: Callable[[], None] | None = None) -> IndexBuild:
+        """Build (or load) BM25 and publish it, then the dense and multilingual indexes (``encoders``: in a
+        background thread, before returning, or ``"skip"``: not at all); returns the build's handle.
+
+        In the background a pool already cached is only loaded, and the full index is published once the request
+        encoders are loaded too (seconds): until then answers are lexical, unless a full index is published already
+        (a re-index: ``serve --watch``): then it answers until the new full one replaces it, so a re-index never
+        drops the answers to BM25 alone. Without the ``bm25`` signal there is
+        nothing to answer with early, so the encoders run before this returns. ``hold()`` runs in the background
+        thread before any encoding (a test keeps the lexical phase open with it, without depending on timing)."""
+        t0 = time.perf_counter()
+        if encoders not in ENCODERS:
+            raise ValueError(f"encoders must be one of {ENCODERS}, not {encoders!r}")
+        if not skills:
+            raise ValueError("cannot index an empty skill pool")
+        ids = [s.id for s in skills]
+        if len(set(ids)) != len(ids):
+            raise ValueError("skill ids in the pool are not unique")
+        if self._build is not None:
+            self._build.stop(timeout=None)  # the pool it encodes is no longer the one asked for
+        with self._publishing:
+            self._generation += 1
+            generation = self._generation
+        lexical_docs = [lexical_document(s) for s in skills]
+        pool = PoolIndex(tuple(skills), ids, {sid: i for i, sid in enumerate(ids)},
+                         np.array([skill_language(s) == "zh" for s in skills], dtype=bool),
+                         [digest(d) for d in lexical_docs])
+        if "bm25" not in self.signals:
+            encoders = "now"
+        else:
+            lexical, _ = LexicalIndex.build_or_load(lexical_docs, self.cache_dir, self.log, self._lexical_tokens)
+            pool = replace(pool, lexical=lexical)
+            if encoders == "skip" or not self.complete:
+                self._publish(pool, generation)
+        build = self._build = IndexBuild(time.perf_counter() - t0)
+        if encoders == "skip":
+            build._finish(IndexStats(len(skills), 0, 0, build.lexical_seconds), complete=False)
+            self.log(f"lexical index ready in {build.lexical_seconds:.1f}s: answering with bm25 alone "
+                     "(the dense and multilingual indexes are not built)")
+        elif encoders == "now":
+            self._encode_and_publish(pool, shard_size, generation, build, t0, hold, warm=False)
+            build.wait()  # raises the build's error here
+        else:
+            answering = "bm25" if self._pool is pool else "the full index it replaces"
+            self.log(f"lexical index ready in {build.lexical_seconds:.1f}s: answering with {answering} while the "
+                     f"{' and '.join(self.encoded_signals())} indexes build")
+            build._thread = threading.Thread(target=self._encode_and_publish, name="skill-assets-index",
+                                             args=(pool, shard_size, generation, build, t0, hold, True), daemon=True)
+            build._thread.start()
+        return build
+
+    def keep_lexical_tokens(self) -> None:
+        """Tokenize the published pool's BM25 documents now and keep them, so that the next index of a changed pool
+        tokenizes only its new documents (``serve --watch``): a BM25 index loaded from the cache kept none."""
+        pool = self.pool
+        self._lexical_tokens.ids([lexical_document(s) for s in pool.skills], pool.copy_keys)
+
+    def encoded_signals(self) -> list[str]:
+        """What the encoders build: the dense index always (the cut's copies and cosines, the bi-encoder path),
+        the multilingual one where the signal is configured."""
+        return ["dense", *(["multilingual"] if "multilingual" in self.signals else [])]
+
+    def _encode_and_publish(self, pool: PoolIndex, shard_size: int, generation: int, build: IndexBuild, t0: float,
+                            hold: Callable[[], None] | None, warm: bool) -> None:
+        """Encode (or load from the cache) the dense and multilingual indexes and publish the full index. ``warm``:
+        load what answering with every signal needs first (the engine's ``warm``), so the first such answer comes at
+        the hybrid's speed while the lexical answers go on."""
+        try:
+            if hold is not None:
+                hold()
+            build.checkpoint()
+            dense, multilingual, cached, encoded = self._encode(pool.skills, shard_size, build.checkpoint)
+            if warm:
+                build.checkpoint()
+                self._warm()
+            full = replace(pool, dense=dense, multilingual=multilingual)
+            if self._publish(full, generation):
+                self.log(f"full index ready in {time.perf_counter() - t0:.1f}s ({encoded} documents encoded, "
+                         f"{cached} cached): answering with {', '.join(self._answering(full))}")
+            build._finish(IndexStats(len(pool.skills), cached, encoded, time.perf_counter() - t0))
+        except BaseException as exc:  # noqa: BLE001 -- handed to whoever waits; a background thread has no caller
+            if build._thread is not None and isinstance(exc, IndexStopped):
+                self.log(f"index build stopped ({exc}) before the full index was published")
+            elif build._thread is not None:
+                self.log(f"the dense and multilingual indexes were not built ({type(exc).__name__}: {exc}); "
+                         "answers stay lexical")
+            build._finish(error=exc)
+
+    def _encode(self, skills: Sequence[Skill], shard_size: int, checkpoint: Callable[[], None]
+                ) -> tuple[np.ndarray, MultilingualIndex | None, int, int]:
+        """(dense matrix, multilingual index or None, documents cached, documents encoded)."""
+        dense_docs = [dense_document(s) for s in skills]
+        if "multilingual" not in self.signals:
+            dense, cached, encoded = self.dense.embed(dense_docs, shard_size, checkpoint)
+            return dense, None, cached, encoded
+        return encode_side_by_side(self.dense, dense_docs, self.multilingual,
+                                   [multilingual_document(s, self.multilingual_caps) for s in skills],
+                                   self.cache_dir, self.log,
+                                   shard_size, checkpoint)
+
+    def _publish(self, pool: PoolIndex, generation: int) -> bool:
+        """Make ``pool`` the one routing reads, unless a newer build has begun since (its pool wins)."""
+        with self._publishing:
+            if generation != self._generation:
+                return False
+            if pool.dense is not None:
+                self.dense.matrix = pool.dense  # kept in step for readers of the dense index itself
+            self._pool = pool
+            return True
+
+    @property
+    def pool(self) -> PoolIndex:
+        """The published index (read once per call: a build may publish a newer one meanwhile)."""
+        pool = self._pool
+        if pool is None:
+            raise RuntimeError("call index(skills) before routing")
+        return pool
+
+    @property
+    def published(self) -> PoolIndex | None:
+        """The published index, or None before the first build publishes one."""
+        return self._pool
+
+    def is_complete(self, pool: PoolIndex) -> bool:
+        """Whether ``pool`` holds every configured signal's index."""
+        return pool.dense is not None and all(pool.has(s) for s in self.signals)
+
+    @property
+    def complete(self) -> bool:
+        """Whether the full index (every configured signal) is published."""
+        return self._pool is not None and self.is_complete(self._pool)

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from skill_assets.lib.common.cache_files import atomic_output
-from skill_assets.lib.models.encoder_backends import BACKENDS
+from skill_assets.lib.models.encoder_backends import BACKENDS, QUERY_BACKENDS
 from skill_assets.lib.common.jsonl import JsonlError, json_objects
 from skill_assets.lib.retrieval.model_files import ModelFileError
 
@@ -83,6 +83,10 @@ def add_router_options(p: argparse.ArgumentParser) -> None:
                                        "checked against the pool first, only changed and new skills are encoded "
                                        "(into it); one built with other encoders is refused")
     p.add_argument("--query-prompt", default="", help="prefix for queries (as used in training)")
+    p.add_argument("--query-backend", default="numpy", choices=QUERY_BACKENDS,
+                   help="how the bi-encoder reads requests: numpy (default: its fp32 forward pass in numpy, so a "
+                        "request over a cached pool imports no torch; a model it does not implement falls back to "
+                        "torch, saying why) or torch")
     p.add_argument("--rerank-max-length", type=int,
                    help="reranker token cap (default 256, the length models are evaluated at; 128 roughly halves "
                         "CPU latency but cuts most of each skill's body)")
@@ -318,7 +322,7 @@ def open_router(args: argparse.Namespace, background: bool = False):
     if args.rerank_max_length is not None and args.rerank_max_length < 16:
         raise RouteInputError("--rerank-max-length must be >= 16 tokens (a query and a skill name need room)")
     router = _router(args, args.index or args.cache_dir, reranker=args.reranker, query_prompt=args.query_prompt,
-                     reranker_backend=args.reranker_backend,
+                     query_backend=args.query_backend, reranker_backend=args.reranker_backend,
                      **({"reranker_max_length": args.rerank_max_length} if args.rerank_max_length is not None else {}))
     # a prebuilt index holds what ``index`` built (and a refused one is left as it was): no pool manifest there
     skills = open_pool(args, None if args.index else router.cache_dir)

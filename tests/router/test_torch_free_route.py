@@ -56,17 +56,28 @@ def test_numpy_and_torch_request_encoders_rank_the_curated_dev_requests_alike(sh
         assert got.selected == exact.selected and got.no_fit == exact.no_fit
 
 
-def test_a_warm_one_shot_route_imports_no_torch(tmp_path):
+def test_a_warm_one_shot_route_imports_no_torch_unless_asked_to(tmp_path):
+    """``--query-backend torch`` reads the request with torch instead, and answers the same."""
     cache, db = tmp_path / "cache", tmp_path / "missing.duckdb"
     skills = load_pool(DEMO_POOL).skills
     Router.from_store(db_path=db, cache_dir=cache).index(skills)  # the cold start, here: encodes with torch
-    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "skill_assets.cli", "route", "--query",
-                           "my docker compose containers cannot reach each other", "--pool", str(DEMO_POOL),
-                           "--cache-dir", str(cache), "--db", str(db)],
-                          capture_output=True, text=True, timeout=600, env={**os.environ, "HF_HUB_OFFLINE": "1"})
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert f"({len(skills)} cached, 0 encoded)" in done.stderr
-    imported = {m.group(1) for m in re.finditer(r"^import time:\s+\d+ \|\s+\d+ \|\s*(\S+)$", done.stderr, re.M)}
-    assert "skill_assets.lib.models.numpy_bert" in imported  # the parse reads what the process imported
-    assert not {name for name in imported if name.split(".")[0] in HEAVY}
-    assert re.search(r"^ +1 +\* ", done.stdout, re.M)  # a ranked table, its first skill selected
+    tables = {}
+    for backend in ("numpy", "torch"):
+        done = subprocess.run([sys.executable, "-X", "importtime", "-m", "skill_assets.cli", "route", "--query",
+                               "my docker compose containers cannot reach each other", "--pool", str(DEMO_POOL),
+                               "--cache-dir", str(cache), "--db", str(db), "--query-backend", backend],
+                              capture_output=True, text=True, timeout=600, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert f"({len(skills)} cached, 0 encoded)" in done.stderr
+        imported = {m.group(1) for m in re.finditer(r"^import time:\s+\d+ \|\s+\d+ \|\s*(\S+)$", done.stderr,
+                                                    re.M)}
+        heavy = {name.split(".")[0] for name in imported} & set(HEAVY)
+        if backend == "numpy":
+            assert "skill_assets.lib.models.numpy_bert" in imported  # the parse reads what the process imported
+            assert not heavy
+        else:
+            assert "torch" in heavy
+        assert re.search(r"^ +1 +\* ", done.stdout, re.M)  # a ranked table, its first skill selected
+        rows = [line.split() for line in done.stdout.splitlines() if re.match(r"^ +\d+ ", line)]
+        tables[backend] = [row[:3] if row[1] == "*" else row[:2] for row in rows]  # rank, load mark, skill id
+    assert tables["numpy"] == tables["torch"] and tables["numpy"]

@@ -41,15 +41,21 @@ pytestmark = pytest.mark.timeout(600)
 
 
 class Skill:
-    name, description = "docker", "compose networking"
+    id, name, description = "s", "docker", "compose networking"
+
+
+class Pool(dict):
+    """A published pool as the server reads it, per call: ``skill(id)``, or None (``PoolIndex.skill``)."""
+
+    def skill(self, sid: str):
+        return self.get(sid)
 
 
 class HeldRouter:
     """Routes in stages (as ``Router.route`` does, a checkpoint before each); stage 1 waits for ``go``."""
 
-    skill_by_id = {"s": Skill()}
-
-    def __init__(self) -> None:
+    def __init__(self, skills: Iterable = (Skill(),)) -> None:
+        self.pool = Pool({s.id: s for s in skills})  # what the server reads per call (``Engine.pool``)
         self.started, self.go, self.stopped = threading.Event(), threading.Event(), threading.Event()
         self.stages_run = 0
 
@@ -386,10 +392,9 @@ class PoolRouter(HeldRouter):
     """``HeldRouter`` over a real pool's skills, as ``load_pool`` reads them (from folders or a JSONL file)."""
 
     def __init__(self, pool: Path) -> None:
-        super().__init__()
         load = load_pool(pool)
         assert {r.code for r in load.rejected} <= {"folder_symlink"}, load.rejected  # ``linked``, listed, not followed
-        self.skill_by_id = {s.id: s for s in load.skills}
+        super().__init__(load.skills)
 
 
 def _tool(router, tool: str, **arguments):
@@ -456,7 +461,7 @@ def test_read_skill_file_returns_one_file_of_the_folder(pool_router, path):
 def test_an_over_size_file_comes_back_cut_and_says_so(pool_router, tool, arguments):
     payload = _payload(_tool(pool_router, tool, **arguments))
     answer = payload if tool == "read_skill_file" else payload["skill_md"]
-    whole = (Path(pool_router.skill_by_id["big"].source).parent / answer["path"]).read_text(encoding="utf-8")
+    whole = (Path(pool_router.pool.skill("big").source).parent / answer["path"]).read_text(encoding="utf-8")
     assert answer["cut"] is True and answer["bytes"] == len(whole.encode("utf-8")) > MAX_FILE_BYTES
     assert whole.startswith(answer["text"])  # the head, cut before a character, not inside one
     assert MAX_FILE_BYTES - 3 < len(answer["text"].encode("utf-8")) <= MAX_FILE_BYTES

@@ -11,7 +11,7 @@ import logging
 import os
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,12 +36,22 @@ _log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class _Shard:
-    """One shard whose ids file passed its checks: its text hashes, its rows (memory-mapped), what to verify."""
+    """One shard whose ids file passed its checks: its text hashes, its rows (memory-mapped), what to verify, and
+    each hash's first row (``row_of``: a look-up of a few hashes need not read every hash of every shard)."""
 
     hashes: list[str]
     rows: np.ndarray
     npy: Path
     npy_checksum: str
+    row_of: dict[str, int]
+
+    def candidates(self, wanted: dict[str, list[int]]) -> Iterable[tuple[int, str]]:
+        """(row, hash) of this shard's rows that may be wanted: found by the wanted hashes where they are fewer than
+        the shard's rows (a re-index looks up the few documents that changed, in a cache of tens of thousands of
+        rows, beside the answers: ``serve --watch``), else by reading the shard's hashes in order."""
+        if len(wanted) < len(self.hashes):
+            return [(self.row_of[h], h) for h in wanted if h in self.row_of]
+        return enumerate(self.hashes)
 
 
 #: what ``_read_shard`` answers for a shard written before shards carried checksums
@@ -107,7 +117,7 @@ class EmbeddingStore:
             if identity is not None:
                 _checked[ids_file] = (identity, shard, verified)
             take_src, take_dst = [], []
-            for j, h in enumerate(shard.hashes):
+            for j, h in shard.candidates(wanted):
                 for i in wanted.get(h, ()):
                     if not found[i]:  # identical documents under several ids all take this row
                         take_src.append(j)
@@ -155,7 +165,8 @@ class EmbeddingStore:
             elif arr.ndim != 2 or arr.dtype != np.float32 or len(arr) != len(shard_hashes):
                 why = f"array {arr.dtype}{arr.shape} does not hold {len(shard_hashes)} float32 rows"
             else:
-                return _Shard(shard_hashes, arr, npy, manifest["npy_sha256"])
+                first_row = dict(zip(reversed(shard_hashes), range(len(shard_hashes) - 1, -1, -1)))
+                return _Shard(shard_hashes, arr, npy, manifest["npy_sha256"], first_row)
         discard_damaged(ids_file, why)  # the ids go first: without them the array is never read
         npy.unlink(missing_ok=True)
         return None

@@ -7,13 +7,20 @@ each on half the cores: ``encoding``) and publishes the full index when both are
 warm (a pool already cached is only loaded). Routing reads the published ``PoolIndex`` once per call and works on that
 object alone; a build replaces it whole in one assignment, so a call sees the lexical or the full index, never a
 half-built one. Kept apart from the engine, which scores, fuses, reranks and selects over whatever is published.
+
+A re-index (``serve --watch``: a pool in which a few skills changed) does work in proportion to the change: every
+per-skill value (lexical document, its digest, language, dense and multilingual rows) is a function of the skill's
+text alone, so a skill whose text is unchanged takes its values from the last build (``SkillText``) and only the
+changed skills are read, hashed, looked up in the embedding caches or encoded. Over 10,000 skills the whole-pool
+version of that was ~0.45 s of pure-Python CPU per reload in the interpreter that answers meanwhile. The result is
+the same index, bit for bit, as a build from scratch of the new pool over the same embedding cache.
 """
 from __future__ import annotations
 
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -33,6 +40,31 @@ from skill_assets.lib.retrieval.signals import (
     multilingual_document,
     skill_language,
 )
+
+#: what every per-skill value of an index is read from (name, description, body): two skills with the same text
+#: have the same documents, digests, language and rows, whatever their ids
+SkillText = tuple[str, str, str]
+
+
+def skill_text(skill: Skill) -> SkillText:
+    """The key a skill's per-skill values are kept under from one build to the next. Its strings' hashes are kept by
+    the strings, and a pool reloaded through ``ParsedFiles`` hands back the same strings for an unchanged file, so a
+    look-up neither hashes nor compares the text again."""
+    return skill.name, skill.description, skill.body
+
+
+@dataclass(frozen=True)
+class LexicalValues:
+    """A skill's BM25 document, its digest (the BM25 cache's key and the cut's copy key) and whether it is Chinese."""
+
+    document: str
+    key: str
+    zh: bool
+
+    @classmethod
+    def of(cls, skill: Skill) -> LexicalValues:
+        document = lexical_document(skill)
+        return cls(document, digest(document), skill_language(skill) == "zh")
 
 
 class IndexBuilder:
@@ -56,6 +88,7 @@ class IndexBuilder:
         self._publishing = threading.Lock()
         self._generation = 0
         self._lexical_tokens = DocumentTokens()  # a re-index tokenizes only new documents
+        self._lexical_values: dict[SkillText, LexicalValues] = {}  # the last started pool's, by text
         self._build: IndexBuild | None = None
 
     def read_documents(self, document_tokens: int | None, multilingual_body_chars: int) -> None:
@@ -92,14 +125,14 @@ class IndexBuilder:
         with self._publishing:
             self._generation += 1
             generation = self._generation
-        lexical_docs = [lexical_document(s) for s in skills]
+        values = self._lexical_values_of(skills)
         pool = PoolIndex(tuple(skills), ids, {sid: i for i, sid in enumerate(ids)},
-                         np.array([skill_language(s) == "zh" for s in skills], dtype=bool),
-                         [digest(d) for d in lexical_docs])
+                         np.array([v.zh for v in values], dtype=bool), [v.key for v in values])
         if "bm25" not in self.signals:
             encoders = "now"
         else:
-            lexical, _ = LexicalIndex.build_or_load(lexical_docs, self.cache_dir, self.log, self._lexical_tokens)
+            lexical, _ = LexicalIndex.build_or_load([v.document for v in values], self.cache_dir, self.log,
+                                                    self._lexical_tokens, pool.copy_keys)
             pool = replace(pool, lexical=lexical)
             if encoders == "skip" or not self.complete:
                 self._publish(pool, generation)
@@ -120,11 +153,24 @@ class IndexBuilder:
             build._thread.start()
         return build
 
+    def _lexical_values_of(self, skills: Sequence[Skill]) -> list[LexicalValues]:
+        """Each skill's ``LexicalValues``: the last started pool's where its text is unchanged, the rest computed now;
+        kept for the next build (only this pool's, so a skill edited away is not held)."""
+        last, kept = self._lexical_values, {}
+        out = []
+        for s in skills:
+            text = skill_text(s)
+            values = kept.get(text) or last.get(text) or LexicalValues.of(s)
+            kept[text] = values
+            out.append(values)
+        self._lexical_values = kept
+        return out
+
     def keep_lexical_tokens(self) -> None:
         """Tokenize the published pool's BM25 documents now and keep them, so that the next index of a changed pool
         tokenizes only its new documents (``serve --watch``): a BM25 index loaded from the cache kept none."""
         pool = self.pool
-        self._lexical_tokens.ids([lexical_document(s) for s in pool.skills], pool.copy_keys)
+        self._lexical_tokens.ids([v.document for v in self._lexical_values_of(pool.skills)], pool.copy_keys)
 
     def encoded_signals(self) -> list[str]:
         """What the encoders build: the dense index always (the cut's copies and cosines, the bi-encoder path),
@@ -159,7 +205,38 @@ class IndexBuilder:
 
     def _encode(self, skills: Sequence[Skill], shard_size: int, checkpoint: Callable[[], None]
                 ) -> tuple[np.ndarray, MultilingualIndex | None, int, int]:
-        """(dense matrix, multilingual index or None, documents cached, documents encoded)."""
+        """(dense matrix, multilingual index or None, documents cached, documents encoded): the rows of skills whose
+        text the published full index holds are copied from it (counted as cached), only the others' documents are
+        made, looked up in the embedding caches and encoded."""
+        last = self._pool
+        multilingual = "multilingual" in self.signals
+        if last is None or last.dense is None or (multilingual and last.multilingual is None):
+            return self._encode_documents(skills, shard_size, checkpoint)
+        last_row = {skill_text(s): i for i, s in enumerate(last.skills)}
+        rows = [last_row.get(skill_text(s)) for s in skills]
+        new = [i for i, row in enumerate(rows) if row is None]
+        kept = [i for i, row in enumerate(rows) if row is not None]
+        kept_from = [rows[i] for i in kept]
+
+        def assembled(old: np.ndarray, fresh: np.ndarray | None) -> np.ndarray:
+            out = np.empty((len(skills), old.shape[1]), dtype=np.float32)
+            out[kept] = old[kept_from]
+            if new:
+                out[new] = fresh
+            return out
+
+        fresh_dense, fresh_index, cached, encoded = (
+            self._encode_documents([skills[i] for i in new], shard_size, checkpoint) if new else (None, None, 0, 0))
+        dense = assembled(last.dense, fresh_dense)
+        if not multilingual:
+            return dense, None, cached + len(kept), encoded
+        fresh_multilingual = fresh_index.matrix if fresh_index is not None else None
+        index = MultilingualIndex(self.multilingual, assembled(last.multilingual.matrix, fresh_multilingual))
+        return dense, index, cached + len(kept), encoded
+
+    def _encode_documents(self, skills: Sequence[Skill], shard_size: int, checkpoint: Callable[[], None]
+                          ) -> tuple[np.ndarray, MultilingualIndex | None, int, int]:
+        """``_encode`` of ``skills`` (not empty) from their documents alone: the embedding caches, else the encoders."""
         dense_docs = [dense_document(s) for s in skills]
         if "multilingual" not in self.signals:
             dense, cached, encoded = self.dense.embed(dense_docs, shard_size, checkpoint)

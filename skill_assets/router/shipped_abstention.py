@@ -96,9 +96,11 @@ def score(engine: Engine, queries: list[str], groups: Sequence[Sequence[Sequence
             scores["dense"][i] = held_out[query]
     cands = engine.candidates(queries, scores=scores)
     rankings, fused = ranked(engine.fusion, cands, engine.ids)
+    first = [int(engine.fusion.rank(c)[0][0]) for c in cands]  # the fused first skill's position in its candidates
     f1 = [set_scores(engine.selection.select(r, s, engine.similarity, q), g)[1] if g else 0.0
           for r, s, q, g in zip(rankings, fused, queries, groups or [()] * len(queries))]
-    features = [request_features(q, c, engine.fusion.signals, len(engine.ids)) for q, c in zip(queries, cands)]
+    features = [request_features(q, c, engine.fusion.signals, len(engine.ids), i)
+                for q, c, i in zip(queries, cands, first)]
     return Scored(np.array(features), rankings, np.array(f1))
 
 

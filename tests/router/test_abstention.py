@@ -185,15 +185,20 @@ def test_the_threshold_is_the_lowest_within_the_f1_budget():
     assert choose_threshold(p_no_fit, p_answerable, f1, budget=1.0) == 0.1  # everything may abstain
 
 
-def test_the_features_are_the_signals_best_scores_in_one_block_per_request_language():
-    assert feature_names(("bm25", "dense")) == ["en:bm25:best", "en:dense:best", "en:latin_share",
-                                                "zh:bm25:best", "zh:dense:best", "zh:latin_share", "query_zh"]
+def test_the_features_are_the_signals_best_and_first_skill_scores_in_one_block_per_request_language():
+    assert feature_names(("bm25", "dense")) == [
+        "en:bm25:best", "en:dense:best", "en:bm25:first", "en:dense:first", "en:latin_share",
+        "zh:bm25:best", "zh:dense:best", "zh:bm25:first", "zh:dense:first", "zh:latin_share", "query_zh"]
     raw = np.array([[12.0, 0.5], [3.0, 0.7]], dtype=np.float32)
     cands = Candidates(np.array([0, 1]), np.zeros((2, 1), np.float32), np.zeros(2, np.int64), False, raw)
-    x = request_features("fix my docker network", cands, ("bm25", "dense"), pool_size=100)
-    assert x == pytest.approx([12.0 / np.log(101), 0.7, 1.0, 0.0, 0.0, 0.0, 0.0], rel=1e-6)  # BM25 per ln(1 + pool)
-    zh = request_features("修复网络", replace(cands, query_zh=True), ("bm25", "dense"), pool_size=100)
-    assert zh[:3].tolist() == [0.0, 0.0, 0.0] and zh[-1] == 1.0 and zh[4] == pytest.approx(0.7)
+    x = request_features("fix my docker network", cands, ("bm25", "dense"), pool_size=100, first=0)
+    bm25 = 12.0 / np.log(101)  # BM25 per ln(1 + pool)
+    assert x == pytest.approx([bm25, 0.7, bm25, 0.5, 1.0, 0, 0, 0, 0, 0, 0], rel=1e-6)
+    # the fused first skill need not be any signal's best: the second candidate first reads its own scores
+    assert request_features("fix my docker network", cands, ("bm25", "dense"), 100, first=1)[2:4] == pytest.approx(
+        [3.0 / np.log(101), 0.7], rel=1e-6)
+    zh = request_features("修复网络", replace(cands, query_zh=True), ("bm25", "dense"), pool_size=100, first=0)
+    assert zh[:5].tolist() == [0.0] * 5 and zh[-1] == 1.0 and zh[6] == pytest.approx(0.7)
 
 
 def test_a_fresh_router_folder_without_an_abstention_routes_as_before(tmp_path):

@@ -10,8 +10,6 @@ Every signal scores the whole pool for a request; ``fusion`` turns those scores 
 """
 from __future__ import annotations
 
-import functools
-
 from skill_assets.lib.common.language import detect_language
 from skill_assets.lib.core.skill_text import ENCODER_CAPS, TextCaps, skill_document
 from skill_assets.lib.retrieval.pools import Skill
@@ -25,8 +23,6 @@ MULTILINGUAL_CAPS = TextCaps(description_chars=1000, body_chars=600)
 #: 1,200 → 0.544, 2,500 → 0.559, 5,000 → 0.553, 30,000 → 0.520 (a long body's tail is examples and
 #: reference tables that match everything); jieba words instead of bigrams: 0.505 (zh2zh 0.79 vs 0.92)
 LEXICAL_BODY_CHARS = 2_500
-#: skills whose prose language is kept (``skill_language``): a few pools of the 10,000 skills the router is built for
-LANGUAGES_KEPT = 1 << 15
 
 
 def dense_document(skill: Skill) -> str:
@@ -44,13 +40,6 @@ def multilingual_document(skill: Skill, caps: TextCaps = MULTILINGUAL_CAPS) -> s
 
 
 def skill_language(skill: Skill) -> str:
-    """en/zh of the skill's prose, as ``raw_skills.language`` (description + body)."""
-    return _prose_language(skill.description, skill.body)
-
-
-@functools.lru_cache(maxsize=LANGUAGES_KEPT)
-def _prose_language(description: str, body: str) -> str:
-    """``detect_language`` of a skill's prose, kept by its text: a re-index of a pool in which one skill changed
-    (``serve --watch``) detected all 10,000 languages again, 0.6 s of CPU beside the answers. The key is the two
-    strings the skill holds (their hashes are kept by the strings, so a look-up does not read the text again)."""
-    return detect_language(f"{description}\n{body}")
+    """en/zh of the skill's prose, as ``raw_skills.language`` (description + body). A re-index keeps it by the skill's
+    text (``index_builder.LexicalValues``), so an unchanged skill is not detected again."""
+    return detect_language(f"{skill.description}\n{skill.body}")

@@ -176,18 +176,25 @@ def _packs(ids: list[list[int]], budget: int) -> list[list[list[int]]]:
 
 
 @dataclass(frozen=True)
-class _Layer:
-    """One transformer layer's weights, matrices transposed once for ``x @ w``."""
+class _Dense:
+    """A linear map and its bias, the matrix transposed once so that a row ``x`` maps as ``x @ weight + bias``."""
 
-    qkv: np.ndarray          # (hidden, 3 * hidden): query, key and value projections side by side
-    qkv_bias: np.ndarray
-    attention_out: np.ndarray
-    attention_out_bias: np.ndarray
+    weight: np.ndarray
+    bias: np.ndarray
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        return x @ self.weight + self.bias
+
+
+@dataclass(frozen=True)
+class _Layer:
+    """One transformer layer's weights: four dense maps and the two layer norms (weight, bias) after them."""
+
+    qkv: _Dense              # (hidden, 3 * hidden): query, key and value projections side by side
+    attention_out: _Dense
     attention_norm: tuple[np.ndarray, np.ndarray]
-    intermediate: np.ndarray
-    intermediate_bias: np.ndarray
-    out: np.ndarray
-    out_bias: np.ndarray
+    intermediate: _Dense
+    out: _Dense
     out_norm: tuple[np.ndarray, np.ndarray]
 
 
@@ -217,6 +224,9 @@ class NumpyBertEncoder:
         def norm(name: str) -> tuple[np.ndarray, np.ndarray]:
             return w(f"{name}.weight"), w(f"{name}.bias")
 
+        def dense(name: str) -> _Dense:
+            return _Dense(np.ascontiguousarray(w(f"{name}.weight").T), w(f"{name}.bias"))
+
         self.words = w("embeddings.word_embeddings.weight")
         self.positions = w("embeddings.position_embeddings.weight")
         self.token_type = w("embeddings.token_type_embeddings.weight")[0]
@@ -226,13 +236,10 @@ class NumpyBertEncoder:
             p = f"encoder.layer.{i}."
             qkv = [p + f"attention.self.{n}" for n in ("query", "key", "value")]
             self.layers.append(_Layer(
-                np.ascontiguousarray(np.concatenate([w(f"{n}.weight") for n in qkv]).T),
-                np.concatenate([w(f"{n}.bias") for n in qkv]),
-                np.ascontiguousarray(w(p + "attention.output.dense.weight").T), w(p + "attention.output.dense.bias"),
-                norm(p + "attention.output.LayerNorm"),
-                np.ascontiguousarray(w(p + "intermediate.dense.weight").T), w(p + "intermediate.dense.bias"),
-                np.ascontiguousarray(w(p + "output.dense.weight").T), w(p + "output.dense.bias"),
-                norm(p + "output.LayerNorm")))
+                _Dense(np.ascontiguousarray(np.concatenate([w(f"{n}.weight") for n in qkv]).T),
+                       np.concatenate([w(f"{n}.bias") for n in qkv])),
+                dense(p + "attention.output.dense"), norm(p + "attention.output.LayerNorm"),
+                dense(p + "intermediate.dense"), dense(p + "output.dense"), norm(p + "output.LayerNorm")))
 
     def tokens(self, text: str) -> list[int]:
         """The token ids the model reads of ``text``: special tokens added, cut to the maximum length."""
@@ -273,14 +280,14 @@ class NumpyBertEncoder:
                              self.embedding_norm)
         context = np.empty((n, hidden), np.float32)
         for layer in self.layers:
-            qkv = (x @ layer.qkv + layer.qkv_bias).reshape(n, 3, self.heads, size)
+            qkv = layer.qkv(x).reshape(n, 3, self.heads, size)
             for end, m in zip(ends, lengths):
                 q, k, v = qkv[end - m:end].transpose(1, 2, 0, 3)
                 a = q @ k.transpose(0, 2, 1) / sqrt_size
                 a = np.exp(a - a.max(-1, keepdims=True))
                 a /= a.sum(-1, keepdims=True)
                 context[end - m:end] = (a @ v).transpose(1, 0, 2).reshape(m, hidden)
-            x = self._layer_norm(context @ layer.attention_out + layer.attention_out_bias + x, layer.attention_norm)
-            h = _gelu(x @ layer.intermediate + layer.intermediate_bias)
-            x = self._layer_norm(h @ layer.out + layer.out_bias + x, layer.out_norm)
+            x = self._layer_norm(layer.attention_out(context) + x, layer.attention_norm)
+            h = _gelu(layer.intermediate(x))
+            x = self._layer_norm(layer.out(h) + x, layer.out_norm)
         return x

@@ -138,8 +138,10 @@ def test_a_call_of_many_texts_reads_each_layers_weights_once_and_gives_each_text
     assert sum(len(encoder.tokens(t)) for t in TEXTS) > numpy_bert.PACK_TOKENS  # two passes
     assert np.abs(encoder.encode(TEXTS) - alone).max() < 1e-6
     monkeypatch.setattr(numpy_bert, "PACK_TOKENS", 10_000)
-    monkeypatch.setattr(encoder, "layers", [replace(layer, intermediate=layer.intermediate.view(_CountedWeights))
-                                            for layer in encoder.layers])
+    counted = [replace(layer, intermediate=replace(layer.intermediate,
+                                                   weight=layer.intermediate.weight.view(_CountedWeights)))
+               for layer in encoder.layers]
+    monkeypatch.setattr(encoder, "layers", counted)
     together = encoder.encode(TEXTS)
     assert _CountedWeights.products == len(encoder.layers)
     assert together.dtype == np.float32 and np.abs(together - alone).max() < 1e-6

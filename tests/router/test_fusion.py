@@ -17,7 +17,13 @@ from skill_assets.lib.retrieval.fusion_training import (
 )
 from skill_assets.lib.retrieval.ranking import top_k_rankings  # noqa: E402
 from skill_assets.lib.retrieval.requests import mean_group_metrics  # noqa: E402
-from skill_assets.lib.retrieval.selection import FEATURES, SelectionCut, fit_cut, set_scores  # noqa: E402
+from skill_assets.lib.retrieval.selection import (  # noqa: E402
+    FEATURES,
+    PlattScaling,
+    SelectionCut,
+    fit_cut,
+    set_scores,
+)
 from skill_assets.lib.retrieval.signals import SIGNALS  # noqa: E402
 from skill_assets.router import Router  # noqa: E402
 
@@ -73,13 +79,13 @@ def test_selection_cut_loads_the_count_with_the_best_predicted_f1_skips_copies_a
     p_2 = FEATURES.index("p_2")
     coef = ((0.0,) * len(FEATURES), tuple(1.0 if i == p_2 else 0.0 for i in range(len(FEATURES))),
             (0.0,) * len(FEATURES))
-    cut = SelectionCut(a=1.0, b=0.0, coef=coef, intercepts=(0.5, 0.5, 0.2), cap=3)
+    cut = SelectionCut(PlattScaling(1.0, 0.0), coef=coef, intercepts=(0.5, 0.5, 0.2), cap=3)
     similar = {("b", "a"), ("a", "b")}
     similarity = lambda x, y: 0.99 if (x, y) in similar else 0.1  # noqa: E731
     # b is a copy of a (passed over); c's fused score 1.0 gives p_2 = 0.73: two beat one
     assert cut.select(["a", "b", "c", "d"], [3.0, 2.9, 1.0, -1.0], similarity, "q") == ["a", "c"]
     # with 0.6 for loading one, a weak second skill (fused -3.0: p_2 = 0.05, two predict 0.55) is left out
-    weak = SelectionCut(a=1.0, b=0.0, coef=coef, intercepts=(0.6, 0.5, 0.2), cap=3)
+    weak = SelectionCut(PlattScaling(1.0, 0.0), coef=coef, intercepts=(0.6, 0.5, 0.2), cap=3)
     assert weak.select(["a", "c", "d"], [3.0, -3.0, -4.0], similarity, "q") == ["a"]
     assert cut.select(["a", "b", "c"], [3.0, 2.9, 1.0], similarity, "q", cap=1) == ["a"]
     assert SelectionCut().select(["a", "c"], [1.0, 0.9], similarity, "q") == ["a"]   # unfitted: the first alone

@@ -49,6 +49,7 @@ from skill_assets.lib.retrieval.fusion import BOOSTER_FILE, MODEL_FILE, Candidat
 from skill_assets.lib.retrieval.model_files import ModelFileError, number_list, read_json_object
 from skill_assets.lib.retrieval.results import Fused, RoutedRequest
 from skill_assets.lib.retrieval.signals import SIGNALS
+from skill_assets.lib.retrieval.standardisation import Standardisation
 
 if TYPE_CHECKING:
     from skill_assets.lib.retrieval.engine import Engine
@@ -134,8 +135,7 @@ class Abstention:
     """A logistic regression over ``feature_names(signals)`` (standardised), and the no-fit threshold."""
 
     signals: tuple[str, ...]
-    mean: tuple[float, ...]
-    scale: tuple[float, ...]
+    standardise: Standardisation
     coef: tuple[float, ...]
     intercept: float
     threshold: float = 1.0
@@ -145,7 +145,7 @@ class Abstention:
 
     def probability(self, features: np.ndarray) -> np.ndarray:
         """P(no skill fits) of each row of ``features``."""
-        z = (np.atleast_2d(features) - np.asarray(self.mean)) / np.asarray(self.scale)
+        z = self.standardise(np.atleast_2d(features))
         return 1.0 / (1.0 + np.exp(-(z @ np.asarray(self.coef) + self.intercept)))
 
     def reason(self, query: str, fused: Fused, pool_size: int) -> str | None:
@@ -170,7 +170,7 @@ class Abstention:
 
     def save(self, path: Path) -> Path:
         body = {"format": FORMAT, "signals": list(self.signals), "features": feature_names(self.signals),
-                "mean": list(self.mean), "scale": list(self.scale), "coef": list(self.coef),
+                "mean": list(self.standardise.mean), "scale": list(self.standardise.scale), "coef": list(self.coef),
                 "intercept": self.intercept, "threshold": self.threshold, "fusion_digest": self.fusion_digest,
                 "encoders": self.encoders, "card": self.card}
         path.write_text(json.dumps(body, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
@@ -206,7 +206,7 @@ class Abstention:
             raise ModelFileError(f"{path}: encoders must name the dense and multilingual encoders it was fitted over")
         if not isinstance(card, dict):
             raise ModelFileError(f"{path}: card must be a JSON object")
-        return cls(tuple(signals), tuple(number_list(path, "mean", body.get("mean"), n)), tuple(scale),
+        return cls(tuple(signals), Standardisation(tuple(number_list(path, "mean", body.get("mean"), n)), tuple(scale)),
                    tuple(number_list(path, "coef", body.get("coef"), n)), intercept, threshold, digest, encoders, card)
 
 
@@ -236,11 +236,9 @@ def fit_abstention(features: np.ndarray, no_fit: np.ndarray, signals: Sequence[s
     threshold is left to ``choose_threshold``."""
     from sklearn.linear_model import LogisticRegression
 
-    mean, scale = features.mean(0), features.std(0)
-    scale[scale == 0] = 1.0
-    model = LogisticRegression(C=C_REG, max_iter=5000).fit((features - mean) / scale, no_fit)
-    return Abstention(tuple(signals), tuple(mean.tolist()), tuple(scale.tolist()),
-                      tuple(float(w) for w in model.coef_[0]), float(model.intercept_[0]))
+    standardise = Standardisation.fit(features)
+    model = LogisticRegression(C=C_REG, max_iter=5000).fit(standardise(features), no_fit)
+    return Abstention(tuple(signals), standardise, tuple(float(w) for w in model.coef_[0]), float(model.intercept_[0]))
 
 
 def choose_threshold(p_no_fit: np.ndarray, p_answerable: np.ndarray, f1_answerable: np.ndarray,

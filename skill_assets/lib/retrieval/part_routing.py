@@ -96,15 +96,15 @@ def _merged(engine: Engine, query: str, whole: Fused, parts: Sequence[Fused], to
     cut = engine.selection
     head = [int(j) for j in whole.order[:candidates]]
     row_of = {int(whole.cands.rows[j]): j for j in head}
-    miss = {j: 1.0 - cut.probability(float(whole.scores[j])) for j in head}  # P(no evidence serves s)
+    miss = {j: 1.0 - cut.platt.probability(float(whole.scores[j])) for j in head}  # P(no evidence serves s)
     lifted: set[int] = set()  # the parts' best skills
     for part in parts:
         best = next((int(k) for k in part.order if int(part.cands.rows[k]) in row_of), None)
         if best is not None:
             j = row_of[int(part.cands.rows[best])]
-            miss[j] *= 1.0 - cut.probability(float(part.scores[best]))
+            miss[j] *= 1.0 - cut.platt.probability(float(part.scores[best]))
             lifted.add(j)
-    merged = sorted(((cut.fused_score(1.0 - miss[j]), -n, j) for n, j in enumerate(head)), reverse=True)
+    merged = sorted(((cut.platt.fused_score(1.0 - miss[j]), -n, j) for n, j in enumerate(head)), reverse=True)
     order = [j for _, _, j in merged] + [int(j) for j in whole.order[candidates:]]
     scores = {j: s for s, _, j in merged} | {int(j): float(whole.scores[j]) for j in whole.order[candidates:]}
     names = engine.fusion.signals

@@ -41,12 +41,13 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Collection, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from skill_assets.lib.retrieval.model_files import ModelFileError, number_list, read_json_object
+from skill_assets.lib.retrieval.standardisation import Standardisation
 
 DEFAULT_CAP = 3
 #: the most skills a saved cut may select: long tasks need up to six; more is a damaged file
@@ -78,15 +79,39 @@ def request_shape(query: str) -> tuple[float, float]:
 
 
 @dataclass(frozen=True)
+class PlattScaling:
+    """A fused score read as the probability that its skill is relevant: the logistic of ``a * score + b``."""
+
+    a: float = 1.0
+    b: float = 0.0
+
+    @property
+    def calibration(self) -> tuple[float, float]:
+        """(a, b), or the plain logistic's (1, 0) for an inverted fit (a ≤ 0, a damaged one): it would rank likelier
+        skills as less likely."""
+        return (self.a, self.b) if self.a > 0 else (1.0, 0.0)
+
+    def probability(self, score: float) -> float:
+        """The calibrated probability that a skill of this fused score is relevant, kept off 0 and 1."""
+        a, b = self.calibration
+        return min(max(1.0 / (1.0 + math.exp(-(a * score + b))), _EPS), 1.0 - _EPS)
+
+    def fused_score(self, probability: float) -> float:
+        """The fused score ``probability`` reads as this probability (its inverse, the probability kept off 0 and 1
+        so that the score stays finite): how a merge of probabilities is put back on the fused-score scale."""
+        a, b = self.calibration
+        p = min(max(probability, _EPS), 1.0 - _EPS)
+        return (math.log(p / (1.0 - p)) - b) / a
+
+
+@dataclass(frozen=True)
 class SelectionCut:
     """Platt scaling of the fused score, and per n = 1..cap a linear prediction of the set F1 of loading n.
 
     The unfitted default predicts F1 only for loading one skill, so it selects the first alone."""
 
-    a: float = 1.0          # Platt scaling of the fused score: logit = a * score + b
-    b: float = 0.0
-    mean: tuple[float, ...] = field(default_factory=lambda: (0.0,) * len(FEATURES))   # feature standardisation
-    scale: tuple[float, ...] = field(default_factory=lambda: (1.0,) * len(FEATURES))
+    platt: PlattScaling = PlattScaling()
+    standardise: Standardisation = field(default_factory=lambda: Standardisation.identity(len(FEATURES)))
     coef: tuple[tuple[float, ...], ...] = field(default_factory=lambda: ((0.0,) * len(FEATURES),))  # one row per n
     intercepts: tuple[float, ...] = (1.0,)
     alpha: float | None = None  # the ridge regularisation chosen on train (card only)
@@ -109,15 +134,14 @@ class SelectionCut:
                  query: str) -> np.ndarray:
         """``FEATURES`` of one request from its first (up to three) distinct skills."""
         p = np.zeros(3)
-        p[:min(3, len(kept))] = 1.0 / (1.0 + np.exp(-(self.a * kept_scores[:3] + self.b)))
+        p[:min(3, len(kept))] = 1.0 / (1.0 + np.exp(-(self.platt.a * kept_scores[:3] + self.platt.b)))
         cos = [similarity(kept[i], kept[j]) if j < len(kept) else 0.0 for i, j in ((0, 1), (0, 2), (1, 2))]
         gaps = [kept_scores[0] - kept_scores[j] if j < len(kept) else _NO_SKILL_GAP for j in (1, 2)]
         return np.array([*request_shape(query), *p, *cos, *gaps], dtype=np.float64)
 
     def predicted_f1(self, features: np.ndarray) -> np.ndarray:
         """Predicted set F1 of loading the first 1, 2, … ``len(coef)`` skills."""
-        z = (features - np.asarray(self.mean)) / np.asarray(self.scale)
-        return np.asarray(self.coef) @ z + np.asarray(self.intercepts)
+        return np.asarray(self.coef) @ self.standardise(features) + np.asarray(self.intercepts)
 
     def select(self, ranked: Sequence[str], scores: Sequence[float], similarity: Similarity, query: str,
                cap: int | None = None) -> list[str]:
@@ -130,24 +154,6 @@ class SelectionCut:
             return []
         f1 = self.predicted_f1(self.features(kept, kept_scores, similarity, query))[:len(kept)]
         return kept[:int(np.argmax(f1)) + 1]
-
-    @property
-    def calibration(self) -> tuple[float, float]:
-        """(a, b) of the Platt scaling that reads a fused score as a probability of relevance; an inverted one
-        (a ≤ 0, a damaged fit) is read as the plain logistic, since it would rank likelier skills as less likely."""
-        return (self.a, self.b) if self.a > 0 else (1.0, 0.0)
-
-    def probability(self, score: float) -> float:
-        """The calibrated probability that a skill of this fused score is relevant, kept off 0 and 1."""
-        a, b = self.calibration
-        return min(max(1.0 / (1.0 + math.exp(-(a * score + b))), _EPS), 1.0 - _EPS)
-
-    def fused_score(self, probability: float) -> float:
-        """The fused score ``probability`` reads as this probability (its inverse, the probability kept off 0 and 1
-        so that the score stays finite): how a merge of probabilities is put back on the fused-score scale."""
-        a, b = self.calibration
-        p = min(max(probability, _EPS), 1.0 - _EPS)
-        return (math.log(p / (1.0 - p)) - b) / a
 
     def select_by_parts(self, ranked: Sequence[str], scores: Sequence[float], similarity: Similarity, query: str,
                         part_best: Collection[str], n_parts: int, cap: int | None = None,
@@ -164,15 +170,17 @@ class SelectionCut:
         for sid, s in zip(ranked, scores):
             if len(kept) >= limit:
                 break
-            if (sid in part_best and sid not in kept and self.probability(s) >= part_probability
+            if (sid in part_best and sid not in kept and self.platt.probability(s) >= part_probability
                     and not any(similarity(sid, k) >= self.copy_cosine for k in kept)):
                 kept.append(sid)
         return kept
 
     def as_dict(self) -> dict:
-        body = asdict(self)
-        return {**body, "mean": list(self.mean), "scale": list(self.scale), "coef": [list(r) for r in self.coef],
-                "intercepts": list(self.intercepts), "features": list(FEATURES)}
+        """The saved form (``selection.json``, the card's ``selection``): one flat object, read by ``load``."""
+        return {"a": self.platt.a, "b": self.platt.b, "mean": list(self.standardise.mean),
+                "scale": list(self.standardise.scale), "coef": [list(r) for r in self.coef],
+                "intercepts": list(self.intercepts), "alpha": self.alpha, "cap": self.cap,
+                "copy_cosine": self.copy_cosine, "features": list(FEATURES)}
 
     @classmethod
     def load(cls, path: Path) -> SelectionCut:
@@ -197,7 +205,8 @@ class SelectionCut:
             raise ModelFileError(f"{path}: cap must be an integer from 1 to {MAX_CAP}")
         a, b, copy_cosine = number_list(path, "a, b, copy_cosine",
                                         [body.get("a"), body.get("b"), body.get("copy_cosine", COPY_COSINE)])
-        return cls(a, b, tuple(number_list(path, "mean", body.get("mean"), n)), tuple(scale), coef,
+        return cls(PlattScaling(a, b), Standardisation(tuple(number_list(path, "mean", body.get("mean"), n)),
+                                                      tuple(scale)), coef,
                    tuple(number_list(path, "intercepts", body.get("intercepts"), len(coef))),
                    None if alpha is None else number_list(path, "alpha", [alpha])[0], cap, copy_cosine)
 
@@ -219,11 +228,11 @@ def set_scores(selected: Sequence[str], groups: Sequence[Sequence[str]]) -> tupl
     return float(precision == recall == 1.0), f1
 
 
-def platt(scores: np.ndarray, labels: np.ndarray) -> tuple[float, float]:
+def fit_platt(scores: np.ndarray, labels: np.ndarray) -> PlattScaling:
     from sklearn.linear_model import LogisticRegression
 
     model = LogisticRegression(C=100.0, max_iter=1000).fit(np.asarray(scores, dtype=np.float64)[:, None], labels)
-    return float(model.coef_[0, 0]), float(model.intercept_[0])
+    return PlattScaling(float(model.coef_[0, 0]), float(model.intercept_[0]))
 
 
 def fit_cut(ranked: Sequence[Sequence[str]], scores: Sequence[np.ndarray], groups: Sequence[Sequence[Sequence[str]]],
@@ -235,8 +244,9 @@ def fit_cut(ranked: Sequence[Sequence[str]], scores: Sequence[np.ndarray], group
 
     top_scores = np.concatenate([s[:10] for s in scores])
     top_labels = np.concatenate([[any(sid in g for g in gs) for sid in r[:10]] for r, gs in zip(ranked, groups)])
-    a, b = platt(top_scores, top_labels.astype(int)) if 0 < top_labels.sum() < len(top_labels) else (1.0, 0.0)
-    base = SelectionCut(a, b, cap=cap)
+    calibrated = fit_platt(top_scores, top_labels.astype(int)) if 0 < top_labels.sum() < len(top_labels) \
+        else PlattScaling()
+    base = SelectionCut(calibrated, cap=cap)
     x, y = [], []
     for r, s, gs, query in zip(ranked, scores, groups, queries):
         kept, kept_scores = base.candidates(r, s, similarity, cap)
@@ -246,9 +256,8 @@ def fit_cut(ranked: Sequence[Sequence[str]], scores: Sequence[np.ndarray], group
     if len(x) < MIN_FIT_REQUESTS:
         return base
     x_arr, y_arr = np.asarray(x), np.asarray(y)
-    mean, scale = x_arr.mean(0), x_arr.std(0)
-    scale[scale == 0] = 1.0
-    model = RidgeCV(alphas=RIDGE_ALPHAS).fit((x_arr - mean) / scale, y_arr)
-    return SelectionCut(a, b, tuple(mean.tolist()), tuple(scale.tolist()),
+    standardise = Standardisation.fit(x_arr)
+    model = RidgeCV(alphas=RIDGE_ALPHAS).fit(standardise(x_arr), y_arr)
+    return SelectionCut(calibrated, standardise,
                         tuple(tuple(float(w) for w in row) for row in model.coef_),
                         tuple(float(v) for v in model.intercept_), float(model.alpha_), cap)

@@ -4,10 +4,10 @@ import math
 
 import pytest
 
-from skill_assets.lib.retrieval.selection import PARTS_MAX, PARTS_MOST, SelectionCut
+from skill_assets.lib.retrieval.selection import PARTS_MAX, PARTS_MOST, PlattScaling, SelectionCut
 
 #: predicts F1 0.5, 0.6, 0.2 for loading 1, 2, 3: the cut alone loads two
-CUT = SelectionCut(a=1.0, b=0.0, coef=((0.0,) * 10,) * 3, intercepts=(0.5, 0.6, 0.2), cap=3)
+CUT = SelectionCut(PlattScaling(1.0, 0.0), coef=((0.0,) * 10,) * 3, intercepts=(0.5, 0.6, 0.2), cap=3)
 RANKED = ["a", "b", "c", "d", "e", "f", "g", "h"]
 SCORES = [3.0, 2.5, 2.0, 1.5, 1.0, 0.5, -0.5, -1.0]  # probabilities 0.95 ... 0.27
 
@@ -47,8 +47,8 @@ def test_never_more_than_six_and_never_a_copy():
 
 @pytest.mark.parametrize("score", [-4.0, 0.0, 2.5])
 def test_fused_score_inverts_probability(score):
-    cut = SelectionCut(a=0.9, b=-0.1)
-    assert cut.fused_score(cut.probability(score)) == pytest.approx(score)
-    assert math.isfinite(cut.fused_score(1.0)) and math.isfinite(cut.fused_score(0.0))
-    inverted = SelectionCut(a=-2.0, b=1.0)  # read as the plain logistic
+    platt = PlattScaling(a=0.9, b=-0.1)
+    assert platt.fused_score(platt.probability(score)) == pytest.approx(score)
+    assert math.isfinite(platt.fused_score(1.0)) and math.isfinite(platt.fused_score(0.0))
+    inverted = PlattScaling(a=-2.0, b=1.0)  # read as the plain logistic
     assert inverted.probability(score) == pytest.approx(1 / (1 + math.exp(-score)))

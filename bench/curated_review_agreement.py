@@ -31,7 +31,7 @@ from skill_assets.definitions import defs
 from skill_assets.defs.resources import DuckDBStore, default_resources
 from skill_assets.lib.common import store as store_lib
 from skill_assets.lib.common.tables import frame
-from skill_assets.lib.retrieval.pools import load_pool
+from skill_assets.lib.retrieval.pools import Skill, load_pool
 from skill_assets.lib.review.agreement import kappa, latest_items
 from skill_assets.lib.review.copy_groups import unify_copy_groups
 from skill_assets.lib.review.items import bm25_candidates, next_round_items, skill_set_items
@@ -42,10 +42,9 @@ SOURCE = "external:curated"
 WRITER, REVIEWER = "writer", "reviewer"  # the two raters are the two roles; names go in the comment
 
 
-def pool_rows(root: Path) -> dict[str, dict]:
-    """The pool's parseable skills by id (skill folder relative to ``root``), as the router reads a pool."""
-    return {s.id: {"skill_id": s.id, "name": s.name, "description": s.description, "body": s.body}
-            for s in load_pool(root).skills}
+def pool_rows(skills: list[Skill]) -> dict[str, dict]:
+    """The pool's skills by id as the Label Studio task cards read them."""
+    return {s.id: {"skill_id": s.id, "name": s.name, "description": s.description, "body": s.body} for s in skills}
 
 
 def annotation(n: int, person: str, role: str, result: list[dict], stamp: str) -> dict:
@@ -143,7 +142,8 @@ def main() -> None:
     work = args.workdir or Path(tempfile.mkdtemp(prefix="curated-review-"))
     db = work / "store.duckdb"
     rows = [json.loads(line) for line in args.review_raw.read_text(encoding="utf-8").splitlines() if line.strip()]
-    pool = pool_rows(args.pool)
+    skills = load_pool(args.pool).skills  # parseable skills by id (skill folder relative to the pool root)
+    pool = pool_rows(skills)
 
     queries, mine, members = [], {}, {}
     for r in rows:
@@ -154,7 +154,7 @@ def main() -> None:
     unknown = sorted({s for m in members.values() for s in m} - set(pool))
     if unknown:
         sys.exit(f"{len(unknown)} labelled skill ids are not in the pool, e.g. {unknown[:5]}")
-    candidates = bm25_candidates(queries, list(pool.values()), args.candidates, exclude=members)
+    candidates = bm25_candidates(queries, skills, args.candidates, exclude=members)
     now = datetime.now(UTC)
     tasks = [t | {"created_at": now} for t in skill_set_items(queries, candidates, 2, SOURCE, min_k=1)]
     store_lib.replace_table(db, "review_tasks", frame("review_tasks", tasks))

@@ -17,6 +17,7 @@ import polars as pl
 from skill_assets.defs.metadata import table_metadata
 from skill_assets.defs.resources import DUCKDB_WRITER_TAG, DuckDBStore
 from skill_assets.lib.common.tables import frame
+from skill_assets.lib.retrieval.store_skills import skills_from_rows
 from skill_assets.lib.review import items as review_items
 from skill_assets.lib.review.agreement import label_agreement as agreement_rows
 from skill_assets.lib.review.agreement import latest_items
@@ -64,8 +65,9 @@ def _pipeline_items(config: ReviewTaskSettings, store: DuckDBStore) -> tuple[lis
     queries = [{**r, "query_id": r["record_id"]} for r in store.query(
         "SELECT * FROM llm_records WHERE decision = 'WRITE' AND pool = 'test' ORDER BY record_id").to_dicts()
         if not audit_exclusions(audits.get(r["record_id"]), tuple(config.exclude_flags))]
-    pool = store.query("SELECT s.skill_id, s.name, s.description, s.body FROM skills s JOIN skill_pools p "
-                       "USING (skill_id) WHERE p.pool = 'test' ORDER BY s.skill_id").to_dicts()
+    pool = skills_from_rows(store.query(
+        "SELECT s.skill_id, s.name, s.description, s.body FROM skills s JOIN skill_pools p "
+        "USING (skill_id) WHERE p.pool = 'test' ORDER BY s.skill_id").iter_rows(named=True))
     multi = [q for q in queries if q["k"] >= config.min_k]
     candidates = review_items.bm25_candidates(multi, pool, config.candidates)
     skips = store.query("SELECT r.record_id, r.direction, r.k, r.skill_ids, t.label, t.method, t.rule_id, "
@@ -92,7 +94,8 @@ def _external_items(config: ReviewTaskSettings, store: DuckDBStore) -> tuple[lis
                        "ORDER BY skill_id", [name]).to_dicts()
     source = f"external:{name}"
     n = config.reviewers_per_item
-    candidates = review_items.bm25_candidates([q for q in queries if q["k"] >= config.min_k], pool, config.candidates)
+    candidates = review_items.bm25_candidates([q for q in queries if q["k"] >= config.min_k], skills_from_rows(pool),
+                                              config.candidates)
     rows = (review_items.skill_set_items(queries, candidates, n, source, config.min_k)
             + review_items.naturalness_items(queries, config.naturalness_fraction, config.seed, n, source))
     return rows, {s["skill_id"]: s for s in pool}

@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 
 from skill_assets.lib.common.hashing import digest
 from skill_assets.lib.retrieval.lexical import LexicalIndex
+from skill_assets.lib.retrieval.pools import Skill
 from skill_assets.lib.retrieval.ranking import top_k_rankings
 from skill_assets.lib.retrieval.signals import lexical_document
-from skill_assets.lib.retrieval.store_skills import skills_from_rows
 
 KINDS = ("skill_set", "naturalness", "taxonomy")
 KIND_TITLES = {"skill_set": "skill sets", "naturalness": "naturalness", "taxonomy": "taxonomy classes"}
@@ -46,18 +46,18 @@ def _seeded(rows: Iterable[dict], key: str, seed: int) -> list[dict]:
     return sorted(rows, key=lambda r: digest(f"{seed}:{r[key]}"))
 
 
-def bm25_candidates(queries: list[dict], pool: list[dict], n: int, exclude: dict[str, set[str]] | None = None
+def bm25_candidates(queries: list[dict], pool: Sequence[Skill], n: int, exclude: dict[str, set[str]] | None = None
                     ) -> dict[str, list[str]]:
     """The ``n`` best BM25 skills of ``pool`` per query that are not its ground truth (nor in ``exclude``).
 
     Offered to reviewers as "possibly missing": the skills a router would confuse with the
-    ground truth, so a reviewer can add one with a click instead of searching the library.
+    ground truth, so a reviewer can add one with a click instead of searching the library. ``pool``
+    is ``Skill``s, as the router reads them, so the BM25 documents are the router's own.
     """
     if not queries or not pool or n <= 0:
         return {q["query_id"]: [] for q in queries}
-    skills = skills_from_rows(pool)
-    ids = [s.id for s in skills]
-    index, _ = LexicalIndex.build_or_load([lexical_document(s) for s in skills])
+    ids = [s.id for s in pool]
+    index, _ = LexicalIndex.build_or_load([lexical_document(s) for s in pool])
     widest = max((len(q["skill_ids"]) + len((exclude or {}).get(q["query_id"], ())) for q in queries), default=0)
     rankings = top_k_rankings(index.scores([q["query"] for q in queries]), ids, n + widest)
     out = {}

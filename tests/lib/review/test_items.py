@@ -2,6 +2,7 @@
 from collections import Counter
 from datetime import UTC, datetime
 
+from skill_assets.lib.retrieval.store_skills import skills_from_rows
 from skill_assets.lib.review.items import (
     bm25_candidates,
     merge_rounds,
@@ -29,8 +30,9 @@ POOL = [{"skill_id": sid, "name": name, "description": desc, "body": body, "supe
 def test_bm25_candidates_are_the_best_lexical_skills_outside_the_truth_and_the_excluded():
     queries = [{"query_id": "q1", "query": "merge the pdf files", "skill_ids": ["pdf/merge"]},
                {"query_id": "q2", "query": "rebase my git branch", "skill_ids": ["git/rebase"]}]
-    assert bm25_candidates(queries, POOL, 2) == {"q1": ["git/merge", "pdf/split"], "q2": ["git/merge", "pdf/merge"]}
-    assert bm25_candidates(queries, POOL, 1, exclude={"q1": {"git/merge"}}) == {"q1": ["pdf/split"],
+    pool = skills_from_rows(POOL)
+    assert bm25_candidates(queries, pool, 2) == {"q1": ["git/merge", "pdf/split"], "q2": ["git/merge", "pdf/merge"]}
+    assert bm25_candidates(queries, pool, 1, exclude={"q1": {"git/merge"}}) == {"q1": ["pdf/split"],
                                                                                  "q2": ["git/merge"]}
     assert bm25_candidates(queries, [], 2) == {"q1": [], "q2": []}
 

@@ -1,6 +1,7 @@
 """Neighbourhoods stage: cached embeddings, the K sweep, super-domains, pools and sampling."""
 
 import io
+from dataclasses import asdict
 
 import dagster as dg
 import numpy as np
@@ -24,8 +25,9 @@ from skill_assets.lib.neighbourhoods.clustering import (
     merge_into_super_domains,
     score_sweep,
 )
-from skill_assets.lib.neighbourhoods.skill_split import split_pools
+from skill_assets.lib.neighbourhoods.clustered import clustered_skills
 from skill_assets.lib.neighbourhoods.sampling import SamplingPlan, sample_combinations
+from skill_assets.lib.neighbourhoods.skill_split import split_pools
 
 GROUP = "neighbourhoods"
 
@@ -171,12 +173,13 @@ class PoolSettings(dg.Config):
 @dg.asset(group_name=GROUP, kinds={"duckdb"}, deps=["skill_clusters", "skills"], op_tags=DUCKDB_WRITER_TAG)
 def skill_pools(config: PoolSettings, store: DuckDBStore):
     """Train/test pool of every skill, stratified by super-domain and language, before any sampling."""
-    skills = store.query("SELECT s.skill_id, s.language, c.sub_cluster, c.super_domain FROM skills s "
-                         "JOIN skill_clusters c USING (skill_id) ORDER BY s.skill_id").to_dicts()
+    rows = store.query("SELECT s.skill_id, s.language, c.sub_cluster, c.super_domain FROM skills s "
+                       "JOIN skill_clusters c USING (skill_id) ORDER BY s.skill_id")
+    skills = clustered_skills(rows.iter_rows(named=True))
     pools = split_pools(skills, config.test_fraction, config.seed)
-    rows = [{**s, "pool": pools[s["skill_id"]]} for s in skills]
-    df = store.write("skill_pools", rows)
-    counts = pl.DataFrame(rows).group_by("pool", "language").len().sort("pool", "language").to_dicts()
+    pooled = [{**asdict(s), "pool": pools[s.skill_id]} for s in skills]
+    df = store.write("skill_pools", pooled)
+    counts = pl.DataFrame(pooled).group_by("pool", "language").len().sort("pool", "language").to_dicts()
     return dg.MaterializeResult(metadata={"dagster/row_count": df,
                                           **{f"{c['pool']}/{c['language']}": c["len"] for c in counts}})
 
@@ -193,12 +196,13 @@ class SamplingSettings(dg.Config):
 def skill_combinations(context: dg.AssetExecutionContext, config: SamplingSettings, store: DuckDBStore):
     """Sampled 1–3-skill sets per (pool, direction, k), each inside one pool and one neighbourhood."""
     where = "" if config.include_file_operation_skills else "WHERE s.file_operation_rule IS NULL"
-    skills = store.query(f"SELECT p.* FROM skill_pools p JOIN skills s USING (skill_id) {where}").to_dicts()
+    pooled = store.query(f"SELECT p.* FROM skill_pools p JOIN skills s USING (skill_id) {where}")
     plan = SamplingPlan(
         counts={"train": {int(k): v for k, v in config.train_counts.items()},
                 "test": {int(k): v for k, v in config.test_counts.items()}},
         directions=tuple(config.directions), seed=config.seed)
-    combos, shortfalls = sample_combinations(skills, plan)
+    combos, shortfalls = sample_combinations(clustered_skills(pooled.iter_rows(named=True)),
+                                             dict(zip(pooled["skill_id"], pooled["pool"])), plan)
     for s in shortfalls:
         context.log.warning(f"only {s['drawn']}/{s['wanted']} combinations for {s['pool']} {s['direction']} k={s['k']}")
     df = store.write("skill_combinations", combos)

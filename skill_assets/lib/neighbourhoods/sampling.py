@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import random
 from collections import defaultdict
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from skill_assets.lib.common.language import DIRECTIONS
+from skill_assets.lib.neighbourhoods.clustered import ClusteredSkill
 
 STYLES = ("task_direct", "scene", "role_setup", "constraint", "multi_step", "debug")
 
@@ -28,16 +30,19 @@ class SamplingPlan:
     max_attempts_factor: int = 50
 
 
-def _neighbourhood_key(skill: dict, k: int) -> str:
+def _neighbourhood_key(skill: ClusteredSkill, k: int) -> str:
     if k == 1:
         return "any"
     if k == 2:
-        return f"sub_cluster:{skill['sub_cluster']}"
-    return f"super_domain:{skill['super_domain']}"
+        return f"sub_cluster:{skill.sub_cluster}"
+    return f"super_domain:{skill.super_domain}"
 
 
-def sample_combinations(skills: list[dict], plan: SamplingPlan) -> tuple[list[dict], list[dict]]:
-    """Return (combinations, shortfalls); a shortfall row says where fewer sets exist than asked."""
+def sample_combinations(skills: Sequence[ClusteredSkill], pools: Mapping[str, str], plan: SamplingPlan
+                        ) -> tuple[list[dict], list[dict]]:
+    """Return (combinations, shortfalls); a shortfall row says where fewer sets exist than asked.
+
+    ``pools``: each skill's pool by id, as ``split_pools`` assigns them."""
     rng = random.Random(plan.seed)
     combos: list[dict] = []
     shortfalls: list[dict] = []
@@ -45,10 +50,10 @@ def sample_combinations(skills: list[dict], plan: SamplingPlan) -> tuple[list[di
     for pool, per_k in plan.counts.items():
         for direction in plan.directions:
             src_lang, _ = DIRECTIONS[direction]
-            eligible = sorted((s for s in skills if s["pool"] == pool and s["language"] == src_lang),
-                              key=lambda s: s["skill_id"])
+            eligible = sorted((s for s in skills if pools[s.skill_id] == pool and s.language == src_lang),
+                              key=lambda s: s.skill_id)
             for k, wanted in sorted(per_k.items()):
-                groups: dict[str, list[dict]] = defaultdict(list)
+                groups: dict[str, list[ClusteredSkill]] = defaultdict(list)
                 for s in eligible:
                     groups[_neighbourhood_key(s, k)].append(s)
                 viable = sorted(key for key, members in groups.items() if len(members) >= k)
@@ -58,7 +63,7 @@ def sample_combinations(skills: list[dict], plan: SamplingPlan) -> tuple[list[di
                         break
                     hood = rng.choice(viable)
                     members = rng.sample(groups[hood], k)
-                    ids = tuple(sorted(m["skill_id"] for m in members))
+                    ids = tuple(sorted(m.skill_id for m in members))
                     if (direction, *ids) in seen:
                         continue
                     seen.add((direction, *ids))

@@ -7,15 +7,17 @@ a query that would later be discarded (R3-Skill discarded 5,609). Assignment is 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable
 
 from skill_assets.lib.common.hashing import digest
+from skill_assets.lib.neighbourhoods.clustered import ClusteredSkill
 
 
-def split_pools(skills: list[dict], test_fraction: float = 0.2, seed: int = 0) -> dict[str, str]:
+def split_pools(skills: Iterable[ClusteredSkill], test_fraction: float = 0.2, seed: int = 0) -> dict[str, str]:
     """Map skill_id → 'train' | 'test'. Each stratum with ≥2 skills gives at least one to each pool."""
     strata: dict[tuple, list[str]] = defaultdict(list)
     for s in skills:
-        strata[(s["super_domain"], s["language"])].append(s["skill_id"])
+        strata[(s.super_domain, s.language)].append(s.skill_id)
     pools: dict[str, str] = {}
     for members in strata.values():
         members.sort(key=lambda sid: digest(f"{seed}:{sid}"))

@@ -1,7 +1,13 @@
 from collections import Counter
 
 from skill_assets.lib.common.language import DIRECTIONS
+from skill_assets.lib.neighbourhoods.clustered import clustered_skills
 from skill_assets.lib.neighbourhoods.sampling import STYLES, SamplingPlan, sample_combinations
+
+
+def _sample(rows: list[dict], plan: SamplingPlan):
+    """The sampler over ``skill_pools`` rows, read as the ``skill_combinations`` asset reads them."""
+    return sample_combinations(clustered_skills(rows), {r["skill_id"]: r["pool"] for r in rows}, plan)
 
 
 def _skills():
@@ -23,7 +29,7 @@ def test_combinations_respect_neighbourhood_pool_and_language():
     skills = _skills()
     by_id = {s["skill_id"]: s for s in skills}
     plan = SamplingPlan(counts={"train": {1: 5, 2: 6, 3: 4}, "test": {1: 3, 2: 3, 3: 2}}, seed=11)
-    combos, shortfalls = sample_combinations(skills, plan)
+    combos, shortfalls = _sample(skills, plan)
     assert shortfalls == []
     assert len(combos) == 4 * (5 + 6 + 4 + 3 + 3 + 2)
     for c in combos:
@@ -51,10 +57,10 @@ def test_combinations_respect_neighbourhood_pool_and_language():
 def test_deterministic_by_seed():
     skills = _skills()
     plan = SamplingPlan(seed=5)
-    a, _ = sample_combinations(skills, plan)
-    b, _ = sample_combinations(list(reversed(skills)), plan)
+    a, _ = _sample(skills, plan)
+    b, _ = _sample(list(reversed(skills)), plan)
     assert a == b
-    c, _ = sample_combinations(skills, SamplingPlan(seed=6))
+    c, _ = _sample(skills, SamplingPlan(seed=6))
     assert [x["skill_ids"] for x in a] != [x["skill_ids"] for x in c]
 
 
@@ -62,7 +68,7 @@ def test_shortfalls_reported_and_no_repeats_when_exhausted():
     # test pool: 2 skills per sub-cluster, 6 per super-domain within a language
     skills = _skills()
     plan = SamplingPlan(counts={"test": {2: 10, 3: 25}}, directions=("en2en",), seed=0)
-    combos, shortfalls = sample_combinations(skills, plan)
+    combos, shortfalls = _sample(skills, plan)
     # 6 sub-clusters of 2 → 6 distinct pairs; 2 super-domains of 6 → 2 * C(6,3) = 40 triples
     k2 = [c for c in combos if c["k"] == 2]
     k3 = [c for c in combos if c["k"] == 3]
@@ -75,7 +81,7 @@ def test_impossible_requests():
     skills = [s for s in _skills() if s["language"] == "en"]
     # test pool: super-domains of 6 en skills, so no 7-skill set exists; no zh skills at all
     plan = SamplingPlan(counts={"test": {1: 2, 6: 1, 7: 1}}, directions=("en2en", "zh2zh"), seed=0)
-    combos, shortfalls = sample_combinations(skills, plan)
+    combos, shortfalls = _sample(skills, plan)
     assert sorted((c["direction"], c["k"]) for c in combos) == [("en2en", 1), ("en2en", 1), ("en2en", 6)]
     assert shortfalls == [
         {"pool": "test", "direction": "en2en", "k": 7, "wanted": 1, "drawn": 0},
@@ -88,6 +94,6 @@ def test_impossible_requests():
 def test_k1_exhausts_every_single_skill():
     skills = [s for s in _skills() if s["pool"] == "test" and s["language"] == "zh"]
     plan = SamplingPlan(counts={"test": {1: 100}}, directions=("zh2en",), seed=2)
-    combos, shortfalls = sample_combinations(skills, plan)
+    combos, shortfalls = _sample(skills, plan)
     assert sorted(c["skill_ids"][0] for c in combos) == sorted(s["skill_id"] for s in skills)
     assert shortfalls == [{"pool": "test", "direction": "zh2en", "k": 1, "wanted": 100, "drawn": len(skills)}]

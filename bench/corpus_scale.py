@@ -39,7 +39,7 @@ from shared_corpus import CORPUS
 from skill_assets.lib.common import store
 from skill_assets.lib.corpus.sources import SourceSpec
 from skill_assets.lib.corpus.corpus_store import dedup_in_store, ingest_into_store
-from skill_assets.lib.corpus.dedup import DedupConfig, deduplicate, near_duplicate_pairs
+from skill_assets.lib.corpus.dedup import DedupConfig, dedup_candidates, deduplicate, near_duplicate_pairs, row_texts
 from skill_assets.lib.corpus.minhash import shingle_hashes
 from skill_assets.lib.retrieval.pools import load_pool
 
@@ -58,8 +58,9 @@ def load_originals() -> list[tuple[str, str, str]]:
             continue  # no description, or too short to mutate meaningfully
         rows.append({"skill_id": str(len(rows)), "source": "s", "name": p.name, "description": p.description,
                      "body": p.body, "name_hash": p.name.lower(), "content_hash": hash((p.description, p.body))})
-    kept, _ = deduplicate(rows, ["s"], DedupConfig())
-    return [(r["name"], r["description"], r["body"]) for r in kept]
+    kept, _ = deduplicate(dedup_candidates(rows), ["s"], DedupConfig(), texts_for=row_texts(rows))
+    by_id = {r["skill_id"]: r for r in rows}
+    return [(r["name"], r["description"], r["body"]) for r in (by_id[s.skill_id] for s in kept)]
 
 
 def render(name: str, description: str, body: str) -> str:

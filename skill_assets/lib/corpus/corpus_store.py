@@ -36,7 +36,13 @@ from skill_assets.lib.common.hashing import digest
 from skill_assets.lib.common.processes import process_token
 from skill_assets.lib.corpus.sources import SourceSpec
 from skill_assets.lib.common.tables import TABLES, frame
-from skill_assets.lib.corpus.dedup import TEXT_CHUNK, DedupConfig, deduplicate, file_operation_rule
+from skill_assets.lib.corpus.dedup import (
+    TEXT_CHUNK,
+    DedupConfig,
+    dedup_candidates,
+    deduplicate,
+    file_operation_rule,
+)
 from skill_assets.lib.corpus.ingest import IngestResult, ingest_sources
 from skill_assets.lib.corpus.minhash import Utf8Chunk
 
@@ -216,14 +222,14 @@ def dedup_in_store(db: str | Path, source_order: list[str], config: DedupConfig,
 def _dedup(db: str | Path, source_order: list[str], config: DedupConfig) -> tuple[pl.DataFrame, pl.DataFrame]:
     heavy = {"description", "body", "extra_front_matter"}
     light_cols = ", ".join(f'"{c}"' for c in TABLES["raw_skills"].schema if c not in heavy)
-    rows = store.query(db, f"SELECT {light_cols} FROM raw_skills").to_dicts()
-    kept, duplicates = deduplicate(rows, source_order, config, lambda ids: _texts_from_store(db, ids))
+    raw = dedup_candidates(store.query(db, f"SELECT {light_cols} FROM raw_skills").iter_rows(named=True))
+    kept, duplicates = deduplicate(raw, source_order, config, texts_for=lambda ids: _texts_from_store(db, ids))
     n_dups: dict[str, int] = {}
     for d in duplicates:
         n_dups[d["kept_skill_id"]] = n_dups.get(d["kept_skill_id"], 0) + 1
-    meta = pl.DataFrame({"skill_id": [r["skill_id"] for r in kept],
-                         "n_duplicates": [n_dups.get(r["skill_id"], 0) for r in kept],
-                         "file_operation_rule": [file_operation_rule(r["name"]) for r in kept]},
+    meta = pl.DataFrame({"skill_id": [s.skill_id for s in kept],
+                         "n_duplicates": [n_dups.get(s.skill_id, 0) for s in kept],
+                         "file_operation_rule": [file_operation_rule(s.name) for s in kept]},
                         schema={"skill_id": pl.Utf8, "n_duplicates": pl.Int64, "file_operation_rule": pl.Utf8})
     columns = ", ".join(f'{"m" if c in ("n_duplicates", "file_operation_rule") else "r"}."{c}"'
                         for c in TABLES["skills"].schema)

@@ -14,7 +14,7 @@ over a truncated copy.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -40,23 +40,49 @@ class DedupConfig:
 TEXT_CHUNK = 2000
 
 
-def keep_order_key(row: dict, source_rank: dict[str, int]) -> tuple:
-    body_chars = row.get("body_chars")
-    if body_chars is None:
-        body_chars = len(normalise_text(row["body"]))
-    return (-body_chars, source_rank.get(row["source"], len(source_rank)), row["skill_id"])
+@dataclass(frozen=True, slots=True)
+class DedupCandidate:
+    """A raw skill as the layers and the keep policy read it: its keys, never its text (which the near-duplicate
+    layer streams through ``texts_for``, so a 100K-skill corpus is not held in memory; slots keep 100K of these
+    smaller than the rows they come from)."""
+
+    skill_id: str
+    source: str
+    name: str
+    name_hash: str     # hash of the normalised name (layer 1)
+    content_hash: str  # hash of the normalised description and body (layers 1 and 2)
+    body_chars: int    # length of the normalised body: the keep policy prefers the most complete one
 
 
-def _fold_by_key(rows: list[dict], key, layer: str, duplicates: list[dict]) -> list[dict]:
-    """Keep the first row (rows are pre-sorted by keep order) of each key group."""
+def dedup_candidates(rows: Iterable[Mapping]) -> list[DedupCandidate]:
+    """Candidates of rows keyed as ``raw_skills`` is, in the rows' order: the one place such a row becomes one.
+    A row without ``body_chars`` (a store written before the column) measures its ``body``."""
+    return [DedupCandidate(r["skill_id"], r["source"], r["name"], r["name_hash"], r["content_hash"],
+                           r["body_chars"] if r.get("body_chars") is not None else len(normalise_text(r["body"])))
+            for r in rows]
+
+
+def row_texts(rows: Iterable[Mapping]) -> Callable[[list[str]], list[str]]:
+    """``texts_for`` over rows that hold their text (``description`` and ``body``), for a corpus held in memory."""
+    text = {r["skill_id"]: r["description"] + "\n" + r["body"] for r in rows}
+    return lambda skill_ids: [text[sid] for sid in skill_ids]
+
+
+def keep_order_key(skill: DedupCandidate, source_rank: dict[str, int]) -> tuple:
+    return (-skill.body_chars, source_rank.get(skill.source, len(source_rank)), skill.skill_id)
+
+
+def _fold_by_key(skills: list[DedupCandidate], key: Callable[[DedupCandidate], object], layer: str,
+                 duplicates: list[dict]) -> list[DedupCandidate]:
+    """Keep the first skill (they are pre-sorted by keep order) of each key group."""
     kept: dict = {}
-    for row in rows:
-        k = key(row)
+    for skill in skills:
+        k = key(skill)
         if k in kept:
-            duplicates.append({"duplicate_skill_id": row["skill_id"], "kept_skill_id": kept[k]["skill_id"],
+            duplicates.append({"duplicate_skill_id": skill.skill_id, "kept_skill_id": kept[k].skill_id,
                                "layer": layer, "similarity": 1.0})
         else:
-            kept[k] = row
+            kept[k] = skill
     return list(kept.values())
 
 
@@ -107,27 +133,26 @@ def file_operation_rule(name: str) -> str | None:
     return None
 
 
-def deduplicate(rows: list[dict], source_order: list[str], config: DedupConfig = DedupConfig(),
-                texts_for: Callable[[list[str]], Iterable[list[str] | Utf8Chunk]] | None = None) -> tuple[list[dict], list[dict]]:
-    """Return (kept rows, duplicate records); every input row is in exactly one of the two.
+def deduplicate(skills: Sequence[DedupCandidate], source_order: list[str], config: DedupConfig = DedupConfig(), *,
+                texts_for: Callable[[list[str]], list[str] | Iterable[list[str] | Utf8Chunk]]
+                ) -> tuple[list[DedupCandidate], list[dict]]:
+    """Return (kept skills, ``skill_duplicates`` rows); every input skill is in exactly one of the two.
 
-    ``texts_for(skill_ids)`` yields the near-duplicate texts (description + body) of those skills chunk
-    by chunk: lists of texts in that order, or ``Utf8Chunk``s naming each text's place in
-    ``skill_ids``; by default they come from the rows themselves.
+    ``texts_for(skill_ids)`` gives the near-duplicate texts (description + body) of those skills: a list of
+    them in that order, or chunk by chunk, lists of texts in that order or ``Utf8Chunk``s naming each text's
+    place in ``skill_ids`` (``row_texts`` where the rows are in memory).
     """
     rank = {s: i for i, s in enumerate(source_order)}
-    ordered = sorted(rows, key=lambda r: keep_order_key(r, rank))
+    ordered = sorted(skills, key=lambda s: keep_order_key(s, rank))
     duplicates: list[dict] = []
-    kept = _fold_by_key(ordered, lambda r: (r["name_hash"], r["content_hash"]), "name_and_content", duplicates)
-    kept = _fold_by_key(kept, lambda r: r["content_hash"], "content", duplicates)
+    kept = _fold_by_key(ordered, lambda s: (s.name_hash, s.content_hash), "name_and_content", duplicates)
+    kept = _fold_by_key(kept, lambda s: s.content_hash, "content", duplicates)
     folded = set()
-    texts = texts_for([r["skill_id"] for r in kept]) if texts_for else \
-        [r["description"] + "\n" + r["body"] for r in kept]
-    for dup, keep, sim in near_duplicate_pairs(texts, config):
-        duplicates.append({"duplicate_skill_id": kept[dup]["skill_id"], "kept_skill_id": kept[keep]["skill_id"],
+    for dup, keep, sim in near_duplicate_pairs(texts_for([s.skill_id for s in kept]), config):
+        duplicates.append({"duplicate_skill_id": kept[dup].skill_id, "kept_skill_id": kept[keep].skill_id,
                            "layer": "near_duplicate", "similarity": round(sim, 4)})
         folded.add(dup)
-    kept = [r for i, r in enumerate(kept) if i not in folded]
+    kept = [s for i, s in enumerate(kept) if i not in folded]
     # a duplicate folded into a row that a later layer folded points at the final kept skill
     final = {d["duplicate_skill_id"]: d["kept_skill_id"] for d in duplicates}
     for d in duplicates:

@@ -6,11 +6,14 @@ import pytest
 
 from skill_assets.lib.common.hashing import content_hash, digest, jaccard, normalise_name, word_tokens
 from skill_assets.lib.corpus.dedup import (
+    DedupCandidate,
     DedupConfig,
+    dedup_candidates,
     deduplicate,
     file_operation_rule,
     keep_order_key,
     near_duplicate_pairs,
+    row_texts,
 )
 from skill_assets.lib.corpus.minhash import (
     MinHasher,
@@ -51,6 +54,13 @@ def _row(skill_id: str, name: str, description: str, body: str, source: str | No
     }
 
 
+def deduplicate_rows(rows: list[dict], source_order: list[str]) -> tuple[list[dict], list[dict]]:
+    """``deduplicate`` over rows held in memory, as ``raw_skills`` rows; the kept skills come back as their rows."""
+    kept, dups = deduplicate(dedup_candidates(rows), source_order, texts_for=row_texts(rows))
+    by_id = {r["skill_id"]: r for r in rows}
+    return [by_id[s.skill_id] for s in kept], dups
+
+
 def _check_partition(rows, kept, dups):
     kept_ids = [r["skill_id"] for r in kept]
     dup_ids = [d["duplicate_skill_id"] for d in dups]
@@ -80,7 +90,7 @@ def test_layers():
         _row("e/other", "ledger-reconciliation", "Reconcile ledgers", _prose(2)),
         _row("f/third", "unrelated", "Another skill", _prose(3)),
     ]
-    kept, dups = deduplicate(rows, source_order=["a", "b", "c", "d", "e", "f"])
+    kept, dups = deduplicate_rows(rows, source_order=["a", "b", "c", "d", "e", "f"])
     _check_partition(rows, kept, dups)
     layer = {d["duplicate_skill_id"]: d["layer"] for d in dups}
     target = {d["duplicate_skill_id"]: d["kept_skill_id"] for d in dups}
@@ -95,7 +105,7 @@ def test_layers():
 def test_name_case_and_spacing_count_as_same_name():
     body, desc = _prose(4), "d"
     rows = [_row("a/x", "Docker Compose Debugging", desc, body), _row("b/x", "docker compose_debugging", desc, body)]
-    kept, dups = deduplicate(rows, source_order=["a", "b"])
+    kept, dups = deduplicate_rows(rows, source_order=["a", "b"])
     assert [r["skill_id"] for r in kept] == ["a/x"]
     assert [d["layer"] for d in dups] == ["name_and_content"]
 
@@ -103,7 +113,7 @@ def test_name_case_and_spacing_count_as_same_name():
 def test_whitespace_padding_does_not_make_a_copy_longer():
     body, desc = _prose(1), "d"
     rows = [_row("b/padded", "n", desc, body.replace(" ", "   ") + "\n\n\n"), _row("a/orig", "n", desc, body)]
-    kept, dups = deduplicate(rows, source_order=["a", "b"])
+    kept, dups = deduplicate_rows(rows, source_order=["a", "b"])
     assert [r["skill_id"] for r in kept] == ["a/orig"]
     assert dups[0]["duplicate_skill_id"] == "b/padded" and dups[0]["layer"] == "name_and_content"
 
@@ -115,32 +125,40 @@ def test_keep_policy_longest_then_source_order_then_id():
         _row("z/short", "n", desc, base[:-60]),  # truncated copy, near-duplicate
         _row("y/long", "n", desc, base),
     ]
-    kept, dups = deduplicate(rows, source_order=["z", "y"])
+    kept, dups = deduplicate_rows(rows, source_order=["z", "y"])
     assert [r["skill_id"] for r in kept] == ["y/long"]
     assert dups[0]["duplicate_skill_id"] == "z/short"
 
     # equal bodies: the earlier source in configured order wins, then the smaller skill id
     rows = [_row("late/x", "n", desc, base), _row("early/x", "n", desc, base)]
-    kept, _ = deduplicate(rows, source_order=["late", "early"])
+    kept, _ = deduplicate_rows(rows, source_order=["late", "early"])
     assert [r["skill_id"] for r in kept] == ["late/x"]
-    kept, _ = deduplicate(rows, source_order=["early", "late"])
+    kept, _ = deduplicate_rows(rows, source_order=["early", "late"])
     assert [r["skill_id"] for r in kept] == ["early/x"]
     rows = [_row("s/b", "n", desc, base), _row("s/a", "n", desc, base)]
-    kept, dups = deduplicate(rows, source_order=[])
+    kept, dups = deduplicate_rows(rows, source_order=[])
     assert [r["skill_id"] for r in kept] == ["s/a"]
     assert dups == [{"duplicate_skill_id": "s/b", "kept_skill_id": "s/a", "layer": "name_and_content", "similarity": 1.0}]
 
 
 def test_keep_order_key_unknown_source_ranks_last():
     rank = {"a": 0, "b": 1}
-    r1 = {"body": "xx", "source": "zzz", "skill_id": "1"}
-    r2 = {"body": "xx", "source": "b", "skill_id": "2"}
+    r1 = DedupCandidate("1", "zzz", "n", "name-hash", "content-hash", body_chars=2)
+    r2 = DedupCandidate("2", "b", "n", "name-hash", "content-hash", body_chars=2)
     assert sorted([r1, r2], key=lambda r: keep_order_key(r, rank)) == [r2, r1]
+
+
+def test_candidates_carry_the_rows_keys_and_measure_a_body_without_its_length():
+    row = _row("a/1", "Docker Compose", "d", "  Body   text \r\n")
+    assert dedup_candidates([row, {**row, "skill_id": "a/2", "body_chars": 99}]) == [
+        DedupCandidate("a/1", "a", "Docker Compose", row["name_hash"], row["content_hash"], body_chars=9),
+        DedupCandidate("a/2", "a", "Docker Compose", row["name_hash"], row["content_hash"], body_chars=99)]
+    assert row_texts([row])(["a/1"]) == ["d\n  Body   text \r\n"]
 
 
 def test_different_skills_not_merged():
     rows = [_row(f"s/{i}", f"skill-{i}", f"description {i}", _prose(100 + i)) for i in range(12)]
-    kept, dups = deduplicate(rows, source_order=["s"])
+    kept, dups = deduplicate_rows(rows, source_order=["s"])
     assert dups == []
     assert len(kept) == 12
 
@@ -158,7 +176,7 @@ def test_chains_point_at_a_kept_skill_and_partition_holds_at_scale():
             name = f"family-{fam}" if copy % 2 == 0 else f"renamed-{fam}-{copy}"
             rows.append(_row(f"src{copy}/fam{fam}", name, "desc", " ".join(variant)))
         rows.append(_row(f"mirror/fam{fam}", f"family-{fam}", "desc", body))
-    kept, dups = deduplicate(rows, source_order=["src0", "src1", "src2", "src3", "mirror"])
+    kept, dups = deduplicate_rows(rows, source_order=["src0", "src1", "src2", "src3", "mirror"])
     _check_partition(rows, kept, dups)
     # one kept skill per family
     assert len(kept) == 6
@@ -175,16 +193,16 @@ def test_near_duplicate_chain_is_resolved_to_final_keep():
         _row("b/1", "same", desc, shorter),  # exact copy of a/1 (name+content)
         _row("c/1", "other", desc, base),  # longer near-duplicate: kept
     ]
-    kept, dups = deduplicate(rows, source_order=["a", "b", "c"])
+    kept, dups = deduplicate_rows(rows, source_order=["a", "b", "c"])
     assert [r["skill_id"] for r in kept] == ["c/1"]
     assert {d["duplicate_skill_id"]: d["kept_skill_id"] for d in dups} == {"a/1": "c/1", "b/1": "c/1"}
     assert {d["duplicate_skill_id"]: d["layer"] for d in dups} == {"b/1": "name_and_content", "a/1": "near_duplicate"}
 
 
 def test_empty_and_single_inputs():
-    assert deduplicate([], source_order=[]) == ([], [])
+    assert deduplicate_rows([], source_order=[]) == ([], [])
     row = _row("a/1", "n", "d", "body")
-    assert deduplicate([row], source_order=["a"]) == ([row], [])
+    assert deduplicate_rows([row], source_order=["a"]) == ([row], [])
 
 
 @pytest.mark.parametrize(

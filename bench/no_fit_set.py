@@ -3,9 +3,10 @@
     .venv/bin/python bench/no_fit_set.py [--corpus DIR]
 
 Input: ``skill_assets/benchmarks/no_fit/written/*.jsonl`` (``id``, ``query``, ``lang``, ``kind``, ``near``, ``why``,
-``writer``) and the second reader's ``review.jsonl`` beside them. Output: ``skill_assets/benchmarks/no_fit/requests.jsonl`` (the same fields and ``split``, by id) and the
-counts section of the folder's ``README.md``. Deterministic: the same files give the same bytes (``build`` is what
-the test compares).
+``writer``) and the second reader's ``review.jsonl`` beside them. Output:
+``skill_assets/benchmarks/no_fit/requests.jsonl`` (the same fields and ``split``, by id) and the counts section of the
+folder's ``README.md``, with the number of disputed requests left out also printed. Deterministic: the same files
+give the same bytes (``build`` is what the test compares).
 
 The split is stratified by writer, kind and language, so every split holds each kind in both languages as the whole
 set does: within each (writer, kind, language) the requests are ordered by a hash of their id and dealt 60 / 20 / 20 %

@@ -166,7 +166,7 @@ def test_from_store_routes_with_the_shipped_router_on_no_store_and_on_a_store_wi
     shipped, _ = shipped_router()
     r = Router.from_store(db_path=db)  # no DB at all: the shipped fusion over the bi-encoder it was fitted over
     assert (r.embedder_path, r.reranker_path, r.signals) == (shipped_embedder(), None, shipped.signals)
-    assert r.fusion.coef == shipped.coef
+    assert r.fusion.linear == shipped.linear
     assert r.dense.document_tokens == shipped.card["document_tokens"]  # documents read as its card says
     assert r.multilingual_caps.body_chars == shipped.card["multilingual_body_chars"]
     newer = tmp_path / "models" / "r3-new"
@@ -174,7 +174,7 @@ def test_from_store_routes_with_the_shipped_router_on_no_store_and_on_a_store_wi
     store.replace_table(db, "embedder", pl.DataFrame({"variant": ["r3"], "path": [str(newer)],
                                                       "trained_at": [datetime.now(UTC)]}))
     r = Router.from_store(db_path=db)  # a store bi-encoder alone is no evidence: the shipped router stays
-    assert r.embedder_path == shipped_embedder() and r.fusion.coef == shipped.coef
+    assert r.embedder_path == shipped_embedder() and r.fusion.linear == shipped.linear
     assert r.cache_dir == tmp_path / "index_cache"
     assert Router.from_store(db_path=db, embedder=minilm, reranker="base").reranker_path == minilm
 
@@ -252,9 +252,10 @@ def _fusion_row(db, path, adopted: bool, reason: str, reranker=None, reranker_ad
 
 
 def _bm25_fusion(folder):
-    from skill_assets.lib.retrieval.fusion import FusionModel, design_width
+    from skill_assets.lib.retrieval.fusion import FusionModel, LinearWeights, design_width
 
-    return FusionModel("linear", ("bm25",), coef=[1.0] + [0.0] * (design_width("linear", ("bm25",)) - 1)).save(folder)
+    weights = LinearWeights([1.0] + [0.0] * (design_width("linear", ("bm25",)) - 1))
+    return FusionModel("linear", ("bm25",), linear=weights).save(folder)
 
 
 def test_a_store_fusion_fitted_on_too_few_requests_is_refused_and_route_says_why(tmp_path):

@@ -152,6 +152,17 @@ def _tree_design(c: Candidates) -> np.ndarray:
     return np.hstack([c.features, query_zh, skill_zh, cross])
 
 
+@dataclass(frozen=True)
+class LinearWeights:
+    """A linear fusion's fitted weights: one per column of ``_linear_design`` (``design_width``) and the bias."""
+
+    coef: list[float]
+    intercept: float = 0.0
+
+    def score(self, c: Candidates) -> np.ndarray:
+        return _linear_design(c) @ np.asarray(self.coef, dtype=np.float32) + self.intercept
+
+
 @dataclass
 class FusionModel:
     """A fitted fusion: ``score(candidates)`` → one fused score per candidate (higher first)."""
@@ -160,8 +171,7 @@ class FusionModel:
     signals: tuple[str, ...]
     depth: int = DEFAULT_DEPTH
     params: dict = field(default_factory=dict)   # the hyper-parameters chosen on dev
-    coef: list[float] | None = None     # linear: weights of _linear_design's columns
-    intercept: float = 0.0
+    linear: LinearWeights | None = None  # linear: its weights
     booster: object | None = None       # lambdarank: lightgbm.Booster
     card: dict = field(default_factory=dict)
     #: a saved booster's checked text (``model_files.checked_booster_text``), made a Booster on first use (``ready``)
@@ -178,7 +188,7 @@ class FusionModel:
 
     def score(self, c: Candidates) -> np.ndarray:
         if self.kind == "linear":
-            return _linear_design(c) @ np.asarray(self.coef, dtype=np.float32) + self.intercept
+            return self.linear.score(c)
         return np.asarray(self.ready().booster.predict(_tree_design(c), num_threads=1), dtype=np.float32)
 
     def rank(self, c: Candidates) -> tuple[np.ndarray, np.ndarray]:
@@ -191,18 +201,18 @@ class FusionModel:
         """Linear only: the effective weight of every feature, and the bias, within a language and across languages
         (for the card; the bias adds ``skill_zh`` / ``query_zh`` terms, listed apart)."""
         names = feature_names(self.signals)
-        f, coef = len(names), np.asarray(self.coef)
+        f, coef, intercept = len(names), np.asarray(self.linear.coef), self.linear.intercept
         return {"same_language": {**{n: round(float(coef[i]), 4) for i, n in enumerate(names)},
-                                  "bias": round(self.intercept, 4)},
+                                  "bias": round(intercept, 4)},
                 "cross_language": {**{n: round(float(coef[i] + coef[f + i]), 4) for i, n in enumerate(names)},
-                                   "bias": round(float(coef[2 * f] + self.intercept), 4)},
+                                   "bias": round(float(coef[2 * f] + intercept), 4)},
                 "skill_zh_bias": round(float(coef[2 * f + 1]), 4), "query_zh_bias": round(float(coef[2 * f + 2]), 4)}
 
     def save(self, directory: Path) -> Path:
         directory.mkdir(parents=True, exist_ok=True)
+        coef, intercept = (self.linear.coef, self.linear.intercept) if self.linear else (None, 0.0)
         body = {"kind": self.kind, "feature_set": FEATURE_SET, "signals": list(self.signals), "depth": self.depth,
-                "params": self.params,
-                "coef": self.coef, "intercept": self.intercept, "card": self.card}
+                "params": self.params, "coef": coef, "intercept": intercept, "card": self.card}
         if self.ready().booster is not None:
             self.booster.save_model(str(directory / BOOSTER_FILE))
         else:  # a booster left from an earlier model of the folder would describe another model
@@ -235,9 +245,9 @@ class FusionModel:
         if kind == "linear":
             coef = number_list(where, "coef", body.get("coef"), width)
             (intercept,) = number_list(where, "intercept", [body.get("intercept")])
-            return cls(kind, tuple(signals), depth, params, coef, intercept, None, card)
+            return cls(kind, tuple(signals), depth, params, LinearWeights(coef, intercept), None, card)
         text = checked_booster_text(directory / BOOSTER_FILE, width)
-        return cls(kind, tuple(signals), depth, params, None, 0.0, None, card, text)
+        return cls(kind, tuple(signals), depth, params, None, None, card, text)
 
 
 def fit_linear(train: Sequence[Candidates], labels: Sequence[np.ndarray], signals: Sequence[str], c_reg: float,
@@ -249,8 +259,8 @@ def fit_linear(train: Sequence[Candidates], labels: Sequence[np.ndarray], signal
     y = np.concatenate(labels)
     model = LogisticRegression(C=c_reg, max_iter=2000)
     model.fit(x, y)
-    return FusionModel("linear", tuple(signals), depth, {"C": c_reg}, model.coef_[0].astype(float).tolist(),
-                       float(model.intercept_[0]))
+    return FusionModel("linear", tuple(signals), depth, {"C": c_reg},
+                       LinearWeights(model.coef_[0].astype(float).tolist(), float(model.intercept_[0])))
 
 
 def fit_lambdarank(train: Sequence[Candidates], labels: Sequence[np.ndarray], signals: Sequence[str],

@@ -44,7 +44,7 @@ def fusion_version(model: FusionModel, directory: str | Path | None = None) -> s
     """The fusion's fingerprint: its saved file where there is one, else its parameters."""
     if directory:
         return digest((Path(directory) / MODEL_FILE).read_bytes())
-    return digest(repr((model.kind, model.params, model.coef)))
+    return digest(repr((model.kind, model.params, model.linear.coef if model.linear else None)))
 
 
 def run_systems(engine: Engine, queries: Sequence[str], first_stage: str,

@@ -33,6 +33,7 @@ from skill_assets.lib.generation.llm_client import (  # noqa: E402
     GenerationLimits,
     LLMResponse,
     SamplingParams,
+    Usage,
     request_key,
 )
 from skill_assets.lib.generation.records import generate  # noqa: E402
@@ -65,8 +66,8 @@ def warm_rerun(url: str, fs: FaultServer, n: int) -> dict:
         cache = ResponseCache(db)
         t0 = time.perf_counter()
         cache.put([LLMResponse(request_key(it.template_version, it.model, PARAMS, it.messages), it.model, "ok",
-                               text=decision_text(prompt_hash(it.messages)), prompt_tokens=150, completion_tokens=60,
-                               latency_s=0.2, template_version=it.template_version) for it in items])
+                               text=decision_text(prompt_hash(it.messages)), usage=Usage(150, 60, latency_s=0.2),
+                               template_version=it.template_version) for it in items])
         fill_s = time.perf_counter() - t0
         fs.reset_counts()
         started = time.perf_counter()

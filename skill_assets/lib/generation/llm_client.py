@@ -69,19 +69,31 @@ class LLMRequest:
     template_version: str = ""
 
 
+@dataclass(frozen=True)
+class Usage:
+    """What answering one request took: tokens each way, seconds, retried attempts and dollars; the budget settles
+    it and a run's metadata sums it."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_s: float = 0.0
+    retries: int = 0
+    cost_usd: float = 0.0
+
+    @property
+    def tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
 @dataclass
 class LLMResponse:
     key: str
     model: str
     status: str  # ok | failed
     text: str = ""
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    latency_s: float = 0.0
-    retries: int = 0
+    usage: Usage = Usage()
     error: str = ""
     template_version: str = ""
-    cost_usd: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -245,11 +257,11 @@ class TokenBudget:
         self.reserved_tokens -= reserved[0]
         self.reserved_cost -= reserved[1]
         self.in_flight -= 1
-        self.tokens += resp.prompt_tokens + resp.completion_tokens
-        self.cost_usd += resp.cost_usd
+        self.tokens += resp.usage.tokens
+        self.cost_usd += resp.usage.cost_usd
         n_bytes = sum(len(str(m.get("content", "")).encode("utf-8")) + 16 for m in messages)
-        if resp.prompt_tokens and n_bytes:
-            self._seen_ratio = max(self._seen_ratio, resp.prompt_tokens / n_bytes)
+        if resp.usage.prompt_tokens and n_bytes:
+            self._seen_ratio = max(self._seen_ratio, resp.usage.prompt_tokens / n_bytes)
             self._tokens_per_byte = self._seen_ratio * 1.1
 
     def exhausted_reason(self) -> str:
@@ -288,17 +300,19 @@ async def _call(client: openai.AsyncOpenAI, model: str, params: SamplingParams, 
     except (openai.APIError, ValueError, TypeError, AttributeError) as exc:
         if not isinstance(exc, openai.APIError):  # a 200 with an unreadable body: the endpoint misbehaves
             guard.failure(type(exc).__name__)
-        return LLMResponse(req.key, model, "failed", latency_s=time.perf_counter() - started,
-                           retries=max(0, guard.attempts[req.key] - 1), template_version=req.template_version,
+        return LLMResponse(req.key, model, "failed", usage=Usage(latency_s=time.perf_counter() - started,
+                                                                 retries=max(0, guard.attempts[req.key] - 1)),
+                           template_version=req.template_version,
                            error=redacted_excerpt(f"{REQUEST}: {type(exc).__name__}: {exc}", secret))
-    usage = completion.usage
+    counted = completion.usage
     text = completion.choices[0].message.content or ""
-    tin = int(getattr(usage, "prompt_tokens", 0) or 0)
-    tout = int(getattr(usage, "completion_tokens", 0) or 0)
-    return LLMResponse(req.key, model, "ok", text=redact(text, secret), prompt_tokens=tin, completion_tokens=tout,
-                       latency_s=time.perf_counter() - started,
-                       retries=int(getattr(raw, "retries_taken", 0) or max(0, guard.attempts[req.key] - 1)),
-                       template_version=req.template_version, cost_usd=cost_usd(prices, model, tin, tout))
+    tin = int(getattr(counted, "prompt_tokens", 0) or 0)
+    tout = int(getattr(counted, "completion_tokens", 0) or 0)
+    usage = Usage(tin, tout, latency_s=time.perf_counter() - started,
+                  retries=int(getattr(raw, "retries_taken", 0) or max(0, guard.attempts[req.key] - 1)),
+                  cost_usd=cost_usd(prices, model, tin, tout))
+    return LLMResponse(req.key, model, "ok", text=redact(text, secret), usage=usage,
+                       template_version=req.template_version)
 
 
 # --- many requests --------------------------------------------------------------------------------
@@ -413,7 +427,8 @@ class _Run:
         finally:
             self.inflight.discard(task)
         if task.cancelled():
-            resp = LLMResponse(req.key, self.model, "failed", retries=max(0, self.guard.attempts[req.key] - 1),
+            retries = max(0, self.guard.attempts[req.key] - 1)
+            resp = LLMResponse(req.key, self.model, "failed", usage=Usage(retries=retries),
                                template_version=req.template_version,
                                error=(self.guard.reason or CIRCUIT) + "; cancelled in flight")
         else:
@@ -429,8 +444,8 @@ class _Run:
         report.responses.append(resp)
         if resp.status == "ok":
             report.answered += 1
-            report.tokens += resp.prompt_tokens + resp.completion_tokens
-            report.cost_usd += resp.cost_usd
+            report.tokens += resp.usage.tokens
+            report.cost_usd += resp.usage.cost_usd
             if self.journal is not None:
                 self.journal.append(resp)
             self.pending.append(resp)

@@ -125,14 +125,15 @@ def generate(items: list[GenerationItem], client: openai.AsyncOpenAI, params: Sa
             rows.append({**row, "decision": "FAILED", "cached": False, "query": None, "rationale": None,
                          "error": failed.error if failed else not_sent.get(key, f"{ABORTED}: no answer"),
                          "raw_response": None, "prompt_tokens": 0, "completion_tokens": 0,
-                         "latency_s": failed.latency_s if failed else 0.0, "retries": failed.retries if failed else 0,
+                         "latency_s": failed.usage.latency_s if failed else 0.0,
+                         "retries": failed.usage.retries if failed else 0,
                          "cost_usd": 0.0})
             continue
-        parsed = parse_generator_output(hit.text)
+        parsed, used = parse_generator_output(hit.text), hit.usage
         rows.append({**row, "decision": parsed.decision, "query": parsed.query, "rationale": parsed.reason,
-                     "error": parsed.parse_error, "raw_response": hit.text, "prompt_tokens": hit.prompt_tokens,
-                     "completion_tokens": hit.completion_tokens, "latency_s": hit.latency_s, "retries": hit.retries,
-                     "cost_usd": cost_usd(prices, it.model, hit.prompt_tokens, hit.completion_tokens)})
+                     "error": parsed.parse_error, "raw_response": hit.text, "prompt_tokens": used.prompt_tokens,
+                     "completion_tokens": used.completion_tokens, "latency_s": used.latency_s, "retries": used.retries,
+                     "cost_usd": cost_usd(prices, it.model, used.prompt_tokens, used.completion_tokens)})
     return GenerationOutcome(rows, sent[0], stop_reasons, time.perf_counter() - started, recovered,
                              unpriced(prices, {it.model for it in items}), fresh)
 
@@ -158,15 +159,15 @@ def summarize(outcome: GenerationOutcome) -> dict[str, float | int | str]:
         "requests_sent": outcome.requests_sent,
         "answered_from_cache": sum(bool(r["cached"]) for r in rows),
         "recovered_from_journal": outcome.recovered_from_journal,
-        "tokens_in_run": sum(r.prompt_tokens for r in outcome.fresh_responses),
-        "tokens_out_run": sum(r.completion_tokens for r in outcome.fresh_responses),
-        "cost_usd_run": round(sum(r.cost_usd for r in outcome.fresh_responses), 6),
+        "tokens_in_run": sum(r.usage.prompt_tokens for r in outcome.fresh_responses),
+        "tokens_out_run": sum(r.usage.completion_tokens for r in outcome.fresh_responses),
+        "cost_usd_run": round(sum(r.usage.cost_usd for r in outcome.fresh_responses), 6),
         "tokens_in_records": sum(int(r["prompt_tokens"] or 0) for r in rows),
         "tokens_out_records": sum(int(r["completion_tokens"] or 0) for r in rows),
         "cost_usd_records": round(sum(float(r["cost_usd"] or 0.0) for r in rows), 6),
-        "retries_run": sum(r.retries for r in outcome.fresh_responses),
-        "latency_p50_s": _pct([r.latency_s for r in outcome.fresh_responses], 0.5),
-        "latency_p95_s": _pct([r.latency_s for r in outcome.fresh_responses], 0.95),
+        "retries_run": sum(r.usage.retries for r in outcome.fresh_responses),
+        "latency_p50_s": _pct([r.usage.latency_s for r in outcome.fresh_responses], 0.5),
+        "latency_p95_s": _pct([r.usage.latency_s for r in outcome.fresh_responses], 0.95),
         "records_per_s": round(len(rows) / outcome.elapsed_s, 2) if outcome.elapsed_s > 0 else 0.0,
         "stop_reason": " | ".join(outcome.stop_reasons) or "none",
         "unpriced_models": ", ".join(outcome.unpriced_models) or "none",
@@ -178,5 +179,5 @@ def summarize(outcome: GenerationOutcome) -> dict[str, float | int | str]:
         total = sum(c.values())
         out.update({f"rate/{direction}/k{k}/{d}": round(c.get(d, 0) / total, 3) for d in DECISIONS})
     if outcome.fresh_responses:
-        out["latency_mean_s"] = round(statistics.fmean(r.latency_s for r in outcome.fresh_responses), 4)
+        out["latency_mean_s"] = round(statistics.fmean(r.usage.latency_s for r in outcome.fresh_responses), 4)
     return out

@@ -7,12 +7,33 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from dataclasses import asdict
+from dataclasses import fields
 from pathlib import Path
 
-from skill_assets.lib.generation.llm_client import LLMResponse
+from skill_assets.lib.generation.llm_client import LLMResponse, Usage
 
 # --- journal --------------------------------------------------------------------------------------
+
+_USAGE_KEYS = tuple(f.name for f in fields(Usage))
+
+
+def _journal_line(resp: LLMResponse) -> dict:
+    """An answer as one flat JSON object, in the keys and order journal lines have always had (the usage's among
+    the answer's own), so that journals a killed run left behind read back after an upgrade."""
+    u = resp.usage
+    return {"key": resp.key, "model": resp.model, "status": resp.status, "text": resp.text,
+            "prompt_tokens": u.prompt_tokens, "completion_tokens": u.completion_tokens, "latency_s": u.latency_s,
+            "retries": u.retries, "error": resp.error, "template_version": resp.template_version,
+            "cost_usd": u.cost_usd}
+
+
+def _from_journal_line(line: object) -> LLMResponse:
+    """``_journal_line``'s inverse; TypeError for anything that is not one (a torn or foreign line)."""
+    if not isinstance(line, dict):
+        raise TypeError("a journal line is a JSON object")
+    usage = Usage(**{k: line.pop(k) for k in _USAGE_KEYS if k in line})
+    return LLMResponse(**line, usage=usage)
+
 
 class ResponseJournal:
     """Append-only JSON-lines file of answers not yet committed to the cache.
@@ -29,7 +50,7 @@ class ResponseJournal:
         if self._fh is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._fh = open(self.path, "a", encoding="utf-8")
-        self._fh.write(json.dumps(asdict(resp), ensure_ascii=False) + "\n")
+        self._fh.write(json.dumps(_journal_line(resp), ensure_ascii=False) + "\n")
         self._fh.flush()
 
     def close(self) -> None:
@@ -46,7 +67,7 @@ class ResponseJournal:
         out = []
         for line in Path(path).read_text(encoding="utf-8", errors="replace").splitlines():
             try:
-                out.append(LLMResponse(**json.loads(line)))
+                out.append(_from_journal_line(json.loads(line)))
             except (json.JSONDecodeError, TypeError):
                 continue
         return [r for r in out if r.status == "ok"]
@@ -83,8 +104,9 @@ class ResponseCache:
         df = pl.DataFrame({
             "request_key": [r.key for r in ok], "model": [r.model for r in ok],
             "template_version": [r.template_version for r in ok], "response": [r.text for r in ok],
-            "prompt_tokens": [r.prompt_tokens for r in ok], "completion_tokens": [r.completion_tokens for r in ok],
-            "latency_s": [float(r.latency_s) for r in ok], "retries": [r.retries for r in ok]},
+            "prompt_tokens": [r.usage.prompt_tokens for r in ok],
+            "completion_tokens": [r.usage.completion_tokens for r in ok],
+            "latency_s": [float(r.usage.latency_s) for r in ok], "retries": [r.usage.retries for r in ok]},
             schema={"request_key": pl.Utf8, "model": pl.Utf8, "template_version": pl.Utf8, "response": pl.Utf8,
                     "prompt_tokens": pl.Int64, "completion_tokens": pl.Int64, "latency_s": pl.Float64,
                     "retries": pl.Int32})
@@ -108,8 +130,8 @@ class ResponseCache:
             got = con.execute(
                 f"SELECT request_key, model, template_version, response, prompt_tokens, completion_tokens, "
                 f"latency_s, retries FROM {CACHE_TABLE} WHERE request_key IN (SELECT unnest(?))", [keys]).fetchall()
-        return {k: LLMResponse(k, m, "ok", text=t or "", prompt_tokens=int(pi or 0), completion_tokens=int(po or 0),
-                               latency_s=float(lat or 0.0), retries=int(rt or 0), template_version=tv or "")
+        return {k: LLMResponse(k, m, "ok", text=t or "", template_version=tv or "",
+                               usage=Usage(int(pi or 0), int(po or 0), float(lat or 0.0), int(rt or 0)))
                 for k, m, tv, t, pi, po, lat, rt in got}
 
     def recover(self, journal_dir: Path, own: Path | None = None) -> int:

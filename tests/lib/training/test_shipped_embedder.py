@@ -18,7 +18,15 @@ from skill_assets.lib.retrieval.defaults import (
 )
 from skill_assets.lib.retrieval.pools import load_pool
 from skill_assets.router import Router
-from skill_assets.router.shipped_embedder import CARD_FILE, Recipe, build, data_hash, recipe_hash, training_requests
+from skill_assets.router.shipped_embedder import (
+    CARD_FILE,
+    CheckpointChoice,
+    Recipe,
+    build,
+    data_hash,
+    recipe_hash,
+    training_requests,
+)
 
 CARD = json.loads((SHIPPED_EMBEDDER_DIR / CARD_FILE).read_text())
 
@@ -26,6 +34,7 @@ CARD = json.loads((SHIPPED_EMBEDDER_DIR / CARD_FILE).read_text())
 def test_the_card_matches_the_shipped_file_the_recipe_and_the_data(shared_corpus):
     assert CARD["tuned_sha256"] == hashlib.sha256((SHIPPED_EMBEDDER_DIR / TUNED_FILE).read_bytes()).hexdigest()
     assert CARD["recipe_hash"] == recipe_hash(Recipe()) and CARD["data"]["test_requests_read"] == 0
+    assert list(CARD["recipe"].items()) == list(Recipe().as_dict().items())  # the card's flat recipe, in its order
     _, _, by_source = training_requests()
     assert CARD["data_hash"] == data_hash(by_source, [s.id for s in load_pool(shared_corpus).skills])
     assert (SHIPPED_EMBEDDER_DIR / TUNED_FILE).stat().st_size < 40_000_000
@@ -54,7 +63,7 @@ def test_a_rebuild_on_a_toy_set_is_deterministic(tmp_path):
     pool = write_pool(tmp_path / "pool")
     (tmp_path / "requests").mkdir()
     requests = write_requests(tmp_path / "requests" / "requests.jsonl")
-    recipe = replace(Recipe(), epochs=1, batch_size=4, evaluations=1, dev_pool=50)
+    recipe = replace(Recipe(), epochs=1, batch_size=4, choice=CheckpointChoice(evaluations=1, dev_pool=50))
     cards = [build(pool, tmp_path / f"out{i}", tmp_path / f"work{i}", recipe, sets=(requests,), force=True)
              for i in range(2)]
     assert cards[0]["tuned_sha256"] == cards[1]["tuned_sha256"]

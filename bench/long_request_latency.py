@@ -49,7 +49,7 @@ STAGES = ("dense", "bm25", "multilingual", "fusion")
 def long_request(words: int = WORDS) -> str:
     """English long-task dev statements joined and cut at ``words`` words, keeping their lines."""
     requests = [r for r in load_requests(LONG_TASK_REQUESTS, max_groups=LONG_TASK_MAX_GROUPS)
-                if r.split == "dev" and r.lang == "en"]
+                if r.split == "dev" and r.writing.lang == "en"]
     lines, count = [], 0
     for r in requests:
         for line in [*r.query.splitlines(), ""]:

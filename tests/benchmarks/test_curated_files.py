@@ -48,7 +48,7 @@ def test_request_counts_meet_the_issue():
     assert 0.4 <= k[1] / len(REQUESTS) <= 0.6      # about half
     assert 0.25 <= k[2] / len(REQUESTS) <= 0.42    # about a third
     assert k[3] > 0 and set(k) == {1, 2, 3}        # the rest
-    styles = Counter(r.style for r in REQUESTS)
+    styles = Counter(r.writing.style for r in REQUESTS)
     assert len(styles) == 6 and min(styles.values()) >= len(REQUESTS) / 12  # all six, none a token share
 
 

@@ -56,8 +56,8 @@ def test_every_request_is_meaning_only_against_its_skills(shared_corpus):
         missing = [sid for sid in r.gt if sid not in pool]
         assert not missing, (r.id, missing)
         written_for = [g[0] for g in r.groups]  # the skills the writer read; copies share their text
-        found = request_problems(r.query, r.lang, [SkillText(s, pool[s].name, pool[s].description, pool[s].body)
-                                                   for s in written_for], proper)
+        texts = [SkillText(s, pool[s].name, pool[s].description, pool[s].body) for s in written_for]
+        found = request_problems(r.query, r.writing.lang, texts, proper)
         if found:
             problems[r.id] = found
     assert problems == {}

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from skill_assets.lib.common.jsonl import format_records
 from skill_assets.lib.common.language import DIRECTIONS
-from skill_assets.lib.retrieval.requests import Request
+from skill_assets.lib.retrieval.requests import Request, Writing
 
 CURATED_DIR = Path(__file__).resolve().parents[2] / "benchmarks" / "curated"
 #: env var naming the pool directory (one folder per repository); the curated partition exists when it is set
@@ -90,8 +90,8 @@ def load_requests(path: Path = CURATED_DIR, max_groups: int = MAX_GROUPS) -> lis
             raise CuratedFormatError(f"{where}: 'gt' is not the ids of 'gt_groups'")
         if rec.get("lang") != DIRECTIONS[direction][1]:
             raise CuratedFormatError(f"{where}: 'lang' must be {DIRECTIONS[direction][1]!r} for {direction}")
-        out.append(Request(rid, _text(rec, "query", where), groups, direction, split, rec["lang"], style,
-                           str(rec.get("topic") or ""), str(rec.get("writer") or "")))
+        writing = Writing(rec["lang"], style, str(rec.get("topic") or ""), str(rec.get("writer") or ""))
+        out.append(Request(rid, _text(rec, "query", where), groups, direction, split, writing))
     return out
 
 

@@ -82,7 +82,7 @@ def count_tables(requests: Sequence[Request]) -> dict[str, str]:
     copies = Counter(r.k for r in requests if any(len(g) > 1 for g in r.groups))
     k_table = _table(["k (skills needed)", "requests", "with a copy group"],
                      [[k, _share(ks[k], total), copies[k]] for k in sorted(ks)])
-    styles = Counter(r.style for r in requests)
+    styles = Counter(r.writing.style for r in requests)
     style_table = _table(["style", "requests"], [[s, _share(styles[s], total)] for s in STYLES if styles[s]])
     return {"directions": directions, "k": k_table, "styles": style_table}
 

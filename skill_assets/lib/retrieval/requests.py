@@ -23,16 +23,24 @@ from skill_assets.lib.core.skill_groups import Groups, collapse_rankings
 
 
 @dataclass(frozen=True)
+class Writing:
+    """How a hand-written request was written, as its file records it: the curated card counts these; no
+    score reads them. Empty for the benchmarks that record none."""
+
+    lang: str = ""
+    style: str = ""
+    topic: str = ""
+    writer: str = ""
+
+
+@dataclass(frozen=True)
 class Request:
     id: str
     query: str
     groups: Groups                       # one group of interchangeable skill ids per skill the request needs
     direction: str | None = None         # skill language → query language, where the benchmark records it
     split: str = "test"
-    lang: str = ""
-    style: str = ""
-    topic: str = ""
-    writer: str = ""
+    writing: Writing = Writing()
     skill_ids: tuple[str, ...] = ()      # the ids the benchmark names that the pool holds (default: every gt id)
     unknown_skill_ids: tuple[str, ...] = ()  # the ids it names that the pool does not hold
 

@@ -74,7 +74,7 @@ def with_curated(pipeline_train: list[dict], pipeline_dev: list[dict], train_poo
     def as_queries(split: str) -> list[dict]:
         return [{"query_id": f"curated:{r.id}", "query": r.query, "skill_ids": [s for g in mapped[r.id] for s in g],
                  "skill_groups": [list(g) for g in mapped[r.id]], "skip_partners": [], "direction": r.direction,
-                 "k": r.k, "style": r.style, "split": split} for r in requests if r.split == split]
+                 "k": r.k, "style": r.writing.style, "split": split} for r in requests if r.split == split]
 
     pipeline, dropped_pipeline = clean(pipeline_train)
     curated_train, dropped_train = clean(as_queries("train"))

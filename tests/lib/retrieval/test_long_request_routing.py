@@ -49,7 +49,7 @@ def _ranked(answer) -> tuple[list[str], list[str]]:
 
 def test_long_requests_in_both_languages_route_as_before_the_one_pass_scoring(router):
     requests = long_requests()
-    assert {r.lang for r in requests} == {"en", "zh"}
+    assert {r.writing.lang for r in requests} == {"en", "zh"}
     assert all(len(need_parts(task_parts(r.query))) > 1 for r in requests)  # every one takes the part-wise path
     expected = json.loads(EXPECTED.read_text())
     answers = router.route([r.query for r in requests], top_k=20)
@@ -79,7 +79,7 @@ class Stopped(Exception):
 
 
 def _long_query() -> str:
-    text = "\n\n".join(r.query for r in long_requests() if r.lang == "en")
+    text = "\n\n".join(r.query for r in long_requests() if r.writing.lang == "en")
     return (text * (LONG_QUERY_CHARS // len(text) + 1))[:LONG_QUERY_CHARS]
 
 

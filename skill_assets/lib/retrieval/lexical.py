@@ -52,17 +52,82 @@ def lexical_tokens(text: str) -> list[str]:
     return tokens or ["<empty>"]
 
 
+class TermColumns:
+    """The last BM25 build's layout: its documents (digests, in row order) and, column by column, the rows that hold
+    each term (``indices``, ``indptr``) with each entry's term count (``tf``). A re-index of a pool in which a few
+    documents changed updates it (``updated``: the changed rows' entries out, the new documents' in, kept rows
+    renumbered) instead of sorting every entry of the matrix again: bm25s' argsort over the pool's two million
+    entries was 0.2 s of each ``serve --watch`` re-index's CPU, taken beside the answers."""
+
+    def __init__(self, keys: list[str], indices: np.ndarray, indptr: np.ndarray, tf: np.ndarray) -> None:
+        self.keys, self.indices, self.indptr, self.tf = keys, indices, indptr, tf
+
+    @classmethod
+    def empty(cls) -> TermColumns:
+        return cls([], np.zeros(0, dtype=np.int64), np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.float32))
+
+    def updated(self, keys: list[str], counts: Callable[[str], tuple[np.ndarray, np.ndarray]], n_vocab: int
+                ) -> tuple[TermColumns, np.ndarray]:
+        """(the layout of documents ``keys``, each entry's column): the rows of documents kept from this layout, in
+        the same order, are moved, the others' entries (``counts`` by digest) sorted in. Entries are ordered by
+        column, then row, as a CSC matrix built from scratch orders them."""
+        moved, added = self._rows_kept(keys)
+        n_docs = len(keys)
+        cols = np.repeat(np.arange(len(self.indptr) - 1, dtype=np.int64), np.diff(self.indptr))
+        rows = moved[self.indices]
+        kept = rows >= 0
+        cols, rows, tf = cols[kept], rows[kept], self.tf[kept]
+        new = [counts(keys[row]) for row in added]
+        new_cols = np.concatenate([c[0] for c in new]).astype(np.int64) if new else np.zeros(0, dtype=np.int64)
+        new_tf = np.concatenate([c[1] for c in new]) if new else np.zeros(0, dtype=np.float32)
+        new_rows = np.repeat(np.array(added, dtype=np.int64), [len(c[0]) for c in new])
+        new_key = new_cols * n_docs + new_rows
+        order = np.argsort(new_key)
+        at = np.searchsorted(cols * n_docs + rows, new_key[order]) + np.arange(len(order))
+        is_new = np.zeros(len(cols) + len(order), dtype=bool)
+        is_new[at] = True
+
+        def merged(old: np.ndarray, fresh: np.ndarray) -> np.ndarray:
+            out = np.empty(len(is_new), dtype=old.dtype)
+            out[at], out[~is_new] = fresh[order], old
+            return out
+
+        all_cols = merged(cols, new_cols)
+        indptr = np.zeros(n_vocab + 1, dtype=np.int64)
+        np.cumsum(np.bincount(all_cols, minlength=n_vocab), out=indptr[1:])
+        return TermColumns(list(keys), merged(rows, new_rows), indptr, merged(tf, new_tf)), all_cols
+
+    def _rows_kept(self, keys: list[str]) -> tuple[np.ndarray, list[int]]:
+        """(each row of this layout's new row, -1 where it is not kept; the new rows not kept from it). A document is
+        kept where its digest comes in the same order as here (a reordered or repeated one is treated as removed and
+        added again: more work, the same matrix)."""
+        rows_of: dict[str, list[int]] = {}
+        for row, key in enumerate(self.keys):
+            rows_of.setdefault(key, []).append(row)
+        moved = np.full(len(self.keys), -1, dtype=np.int64)
+        added, taken, last = [], {}, -1
+        for row, key in enumerate(keys):
+            old, i = rows_of.get(key), taken.get(key, 0)
+            if old is not None and i < len(old) and old[i] > last:
+                moved[old[i]], taken[key], last = row, i + 1, old[i]
+            else:
+                added.append(row)
+        return moved, added
+
+
 class DocumentTokens:
     """Each document's BM25 token ids (by content digest) and their vocabulary, kept from one build of a pool to the
     next: ``serve --watch`` re-indexes a pool in which a few documents changed, and tokenizing all 10,000 again was
     most of its re-index (6.2 s of it under load). Ids are never reassigned, so a kept document's ids stay valid;
     only the last build's documents are kept, and a token no document has any longer scores nothing (no document
-    column holds it). Beside the ids, each document's term counts (``counts``), which the index is built from."""
+    column holds it). Beside the ids, each document's term counts (``counts``), which the index is built from, and the
+    last index's layout (``columns``), which the next one updates."""
 
     def __init__(self) -> None:
         self.vocab: dict[str, int] = {}
         self._ids: dict[str, list[int]] = {}
         self._counts: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self.columns = TermColumns.empty()
 
     def ids(self, documents: list[str], digests: list[str]) -> list[list[int]]:
         """Each document's token ids: the kept ones, the rest tokenized now."""
@@ -115,7 +180,7 @@ class LexicalIndex:
         # second more (its vocabulary order is a set's anyway; a term's ids do not enter any score)
         tokens = tokens or DocumentTokens()
         ids = tokens.ids(documents, digests)
-        if not _index_by_counts(retriever, [tokens.counts(key) for key in digests], ids, tokens.vocab):
+        if not _index_by_counts(retriever, tokens, digests, ids):
             retriever.index((ids, dict(tokens.vocab)), show_progress=False)  # a copy: later builds add to the vocabulary
         if directory is None:
             return cls(retriever), False
@@ -144,45 +209,38 @@ class LexicalIndex:
         return out
 
 
-def _index_by_counts(retriever, counts: list[tuple[np.ndarray, np.ndarray]], ids: list[list[int]],
-                     vocab: dict[str, int]) -> bool:
+def _index_by_counts(retriever, tokens: DocumentTokens, digests: list[str], ids: list[list[int]]) -> bool:
     """Index ``retriever`` as its own ``index((ids, vocab))`` does, to the same arrays bit for bit, but from each
     document's term counts in whole-array steps: bm25s counts and scores one document at a time in Python, a second
     of CPU over 10,000 documents, and in a server re-indexing beside its answers (``serve --watch``) that second is
-    taken from the answers' share of the interpreter. Its own scoring functions are applied, to every term at once:
-    each is elementwise, in float64 as it computes one document's terms. Returns False, indexing nothing, for a
-    variant this does not build (BM25L and BM25+ subtract a non-occurrence score)."""
+    taken from the answers' share of the interpreter. The matrix's layout is the last build's, updated
+    (``TermColumns``), and its scoring functions are applied to every entry at once: each is elementwise, in float64
+    as it computes one document's terms, so the order entries are scored in changes no float. Returns False,
+    indexing nothing, for what this does not build: BM25L and BM25+ (they subtract a non-occurrence score), the
+    scipy CSC backend (the router uses bm25s' numpy one)."""
     from bm25s.scoring import _select_idf_scorer, _select_tfc_scorer
 
-    if retriever.method in retriever.methods_requiring_nonoccurrence or retriever.csc_backend not in ("numpy", "scipy"):
+    if retriever.method in retriever.methods_requiring_nonoccurrence or retriever.csc_backend != "numpy":
         return False
 
-    n_docs, n_vocab = len(ids), len(vocab)
+    n_docs, n_vocab = len(ids), len(tokens.vocab)
+    columns, cols = tokens.columns.updated(digests, tokens.counts, n_vocab)
+    tokens.columns = columns
     lengths = np.array([len(doc) for doc in ids])
-    tokens = np.concatenate([c[0] for c in counts]) if counts else np.zeros(0, dtype=np.int32)
-    tf = np.concatenate([c[1] for c in counts]) if counts else np.zeros(0, dtype=np.float32)
-    rows = np.repeat(np.arange(n_docs, dtype=np.int32), [len(c[0]) for c in counts]).astype(retriever.int_dtype)
-    df = np.bincount(tokens, minlength=n_vocab)
+    df = np.diff(columns.indptr)  # a document holds a term once in its column
     # idf by distinct document frequency, with bm25s' own scalar function (the same floats as its per-token loop)
     distinct, which = np.unique(df, return_inverse=True)
     idf_of = _select_idf_scorer(retriever.idf_method)
     idf = np.array([idf_of(int(d), N=n_docs) if d else 0.0 for d in distinct], dtype=retriever.dtype)[which]
-    tfc = _select_tfc_scorer(retriever.method)(tf_array=tf, l_d=lengths[rows].astype(np.float64),
+    tfc = _select_tfc_scorer(retriever.method)(tf_array=columns.tf,
+                                               l_d=lengths[columns.indices].astype(np.float64),
                                                l_avg=lengths.mean(), k1=retriever.k1, b=retriever.b,
                                                delta=retriever.delta)
-    scores = (idf[tokens] * tfc).astype(retriever.dtype)
-    cols = tokens.astype(retriever.int_dtype)
-    if retriever.csc_backend == "numpy":  # bm25s' own CSC step, as ``index`` takes it
-        data, indices, indptr = retriever._np_csc(data=scores, rows=rows, cols=cols, shape=(n_docs, n_vocab))
-        data = data.astype(retriever.dtype)
-    else:
-        import scipy.sparse as sp
-
-        matrix = sp.csc_matrix((scores, (rows, cols)), shape=(n_docs, n_vocab), dtype=retriever.dtype)
-        data, indices, indptr = matrix.data, matrix.indices, matrix.indptr
-    vocab_dict = dict(vocab)  # a copy: later builds add to the vocabulary
+    data = (idf[cols] * tfc).astype(retriever.dtype)
+    vocab_dict = dict(tokens.vocab)  # a copy: later builds add to the vocabulary
     vocab_dict.setdefault("", max(vocab_dict.values(), default=-1) + 1)  # bm25s' empty token, as ``index`` adds it
-    retriever.scores = {"data": data, "indices": indices, "indptr": indptr, "num_docs": n_docs}
+    retriever.scores = {"data": data, "indices": columns.indices.astype(retriever.int_dtype),
+                        "indptr": columns.indptr, "num_docs": n_docs}
     retriever.vocab_dict = vocab_dict
     retriever.unique_token_ids_set = set(vocab_dict.values())
     retriever.nonoccurrence_array = None

@@ -167,10 +167,11 @@ class IndexBuilder:
         return out
 
     def keep_lexical_tokens(self) -> None:
-        """Tokenize the published pool's BM25 documents now and keep them, so that the next index of a changed pool
-        tokenizes only its new documents (``serve --watch``): a BM25 index loaded from the cache kept none."""
+        """Tokenize the published pool's BM25 documents now and keep them with the matrix's layout, so that the next
+        index of a changed pool tokenizes and sorts in only its new documents (``serve --watch``): a BM25 index loaded
+        from the cache kept neither."""
         pool = self.pool
-        self._lexical_tokens.ids([v.document for v in self._lexical_values_of(pool.skills)], pool.copy_keys)
+        self._lexical_tokens.keep([v.document for v in self._lexical_values_of(pool.skills)], pool.copy_keys)
 
     def encoded_signals(self) -> list[str]:
         """What the encoders build: the dense index always (the cut's copies and cosines, the bi-encoder path),

@@ -146,6 +146,12 @@ class DocumentTokens:
         self._counts = {key: self._counts[key] for key in kept}
         return out
 
+    def keep(self, documents: list[str], digests: list[str]) -> None:
+        """``ids`` of a pool whose index was loaded from the cache, not built here, and its layout (``columns``), so
+        that the next build of a changed pool neither tokenizes nor sorts its unchanged documents again."""
+        self.ids(documents, digests)
+        self.columns = self.columns.updated(digests, self.counts, len(self.vocab))[0]
+
     def counts(self, key: str) -> tuple[np.ndarray, np.ndarray]:
         """(distinct token ids, how often each occurs) of a document of the last ``ids`` call, by its digest."""
         return self._counts[key]

@@ -81,6 +81,18 @@ def test_a_reindex_after_one_edit_is_the_index_of_the_edited_pool_built_from_scr
     assert_same_index(watched.pool, scratch.pool)
 
 
+def test_a_reindex_of_a_pool_whose_bm25_index_was_loaded_from_the_cache_is_the_index_built_from_scratch(tmp_path):
+    engine(tmp_path / "cache").start_index(POOL, encoders="now")  # the index cache a restarted server finds
+    watched = engine(tmp_path / "cache")
+    watched.start_index(POOL, encoders="now")
+    watched.keep_lexical_tokens()  # what ``serve --watch`` does before it follows the pool
+    watched.start_index(edited(POOL), encoders="now")
+    scratch = engine(tmp_path / "scratch-cache")
+    scratch.start_index(edited(POOL), encoders="now")
+    assert np.array_equal(watched.pool.lexical.scores(QUERIES), scratch.pool.lexical.scores(QUERIES))
+    assert watched.pool.copy_keys == scratch.pool.copy_keys
+
+
 def test_a_reindex_after_one_edit_reads_hashes_and_looks_up_that_skill_alone(tmp_path, monkeypatch):
     watched = engine(tmp_path / "cache")
     watched.start_index(POOL, encoders="now")

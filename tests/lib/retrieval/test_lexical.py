@@ -71,3 +71,14 @@ def test_a_variant_this_does_not_build_is_left_to_bm25s():
     ids = tokens.ids(DOCS, digests)
     assert not _index_by_counts(bm25s.BM25(method="bm25+"), tokens, digests, ids)
     assert not _index_by_counts(bm25s.BM25(csc_backend="scipy"), tokens, digests, ids)
+
+
+def test_a_layout_kept_for_an_index_loaded_from_the_cache_is_updated_to_bm25s_own():
+    tokens = DocumentTokens()
+    tokens.keep(DOCS, [digest(d) for d in DOCS])  # no build here: ``serve --watch`` over a cached pool
+    assert tokens.columns.keys == [digest(d) for d in DOCS]
+    edited = DOCS[:2] + ["pdf forms merged into one pdf"] + DOCS[3:]
+    assert tokens.columns._rows_kept([digest(d) for d in edited])[1] == [2]
+    reference, built = indexed(edited, tokens)
+    for key in ("data", "indices", "indptr"):
+        assert np.array_equal(built.scores[key], reference.scores[key]), key

@@ -49,6 +49,7 @@ from skill_assets.lib.training.training_loop import (
     run_training,
     training_device,
 )
+from skill_assets.lib.training.training_queries import TrainingQuery
 from skill_assets.lib.training.variants import EMBEDDER_VARIANTS
 
 R3_SKILL_TRAIN = {"skills": 8196, "queries": 30287, "k_weights": (25801, 11940, 3851)}  # METHOD.md §2
@@ -124,7 +125,7 @@ class SyntheticSkillTexts(Mapping):
         return self.shape.skills
 
 
-def synthetic_queries(shape: ReleaseShape, n: int, seed: int) -> tuple[list[dict], dict[str, list[str]]]:
+def synthetic_queries(shape: ReleaseShape, n: int, seed: int) -> tuple[list[TrainingQuery], dict[str, list[str]]]:
     """``n`` train queries with 1–3 ground-truth skills (R3-Skill's k mix) and one negative each."""
     rng = np.random.default_rng(seed)
     weights = np.array(R3_SKILL_TRAIN["k_weights"], dtype=float)
@@ -134,8 +135,8 @@ def synthetic_queries(shape: ReleaseShape, n: int, seed: int) -> tuple[list[dict
         picked = rng.choice(shape.skills, size=k + 1, replace=False)
         qid = f"q-{i}"
         length = int(rng.integers(min(60, shape.query_max_tokens // 2), shape.query_max_tokens + 1))
-        queries.append({"query_id": qid, "query": _token_text(rng, shape.vocab, length),
-                        "skill_ids": [f"skill-{j}" for j in picked[:k]]})
+        queries.append(TrainingQuery(qid, _token_text(rng, shape.vocab, length),
+                                     tuple(f"skill-{j}" for j in picked[:k]), k=k))
         negatives[qid] = [f"skill-{picked[k]}"]
     return queries, negatives
 

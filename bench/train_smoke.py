@@ -24,6 +24,7 @@ from pathlib import Path
 
 from skill_assets.lib.models.bundled_models import bundled_minilm
 from skill_assets.lib.common.store import query
+from skill_assets.lib.retrieval.store_skills import skills_from_rows, store_skills
 from skill_assets.lib.training.model_training import (
     TrainingSettings,
     embedder_ndcg10,
@@ -31,6 +32,7 @@ from skill_assets.lib.training.model_training import (
     train_embedder,
     train_reranker,
 )
+from skill_assets.lib.training.training_queries import training_queries
 from skill_assets.lib.training.variants import EMBEDDER_VARIANTS, RERANKER_VARIANTS
 
 
@@ -42,19 +44,21 @@ def main() -> None:
     if not Path(args.db).exists():
         sys.exit(f"{args.db} not found: run `make demo` first or pass --db")
     split = "SELECT * FROM benchmark_queries WHERE split = ? ORDER BY query_id"
-    train, dev, tests = (query(args.db, split, [name]).to_dicts() for name in ("train", "dev", "test"))
+    train, dev, tests = (training_queries(query(args.db, split, [name]).iter_rows(named=True))
+                         for name in ("train", "dev", "test"))
     if not tests:
         print("the test split is empty: nothing to score on", file=sys.stderr)
-    pool = query(args.db, """SELECT s.skill_id, s.name, s.description, s.body, p.super_domain FROM skills s
-                             JOIN skill_pools p USING (skill_id) WHERE p.pool = 'train' ORDER BY skill_id""").to_dicts()
-    library = query(args.db, "SELECT skill_id, name, description, body FROM skills ORDER BY skill_id").to_dicts()
+    rows = query(args.db, """SELECT s.skill_id, s.name, s.description, s.body, p.super_domain FROM skills s
+                             JOIN skill_pools p USING (skill_id) WHERE p.pool = 'train' ORDER BY skill_id""")
+    pool, super_domain = skills_from_rows(rows.iter_rows(named=True)), dict(zip(rows["skill_id"], rows["super_domain"]))
+    library = store_skills(args.db)
     base = bundled_minilm()
     settings = TrainingSettings(epochs=args.epochs, batch_size=8, max_seq_length=128)
     results: dict[str, dict] = {}
     r3 = None
     with tempfile.TemporaryDirectory() as out:
         jobs = [(f"embedder:{n}", lambda v=v: train_embedder(v, train, pool, base, base, Path(out) / f"e-{v.name}",
-                                                             settings, dev_queries=dev))
+                                                             settings, dev_queries=dev, super_domain=super_domain))
                 for n, v in EMBEDDER_VARIANTS.items()]
         jobs += [(f"reranker:{n}", lambda v=v: train_reranker(v, train, pool, base, base, Path(out) / f"r-{v.name}",
                                                               settings, dev_queries=dev))

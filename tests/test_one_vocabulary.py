@@ -22,12 +22,6 @@ READERS = {
     ("skill_assets/lib/corpus/dedup.py", "dedup_candidates"),
     ("skill_assets/lib/corpus/dedup.py", "row_texts"),
 }
-#: modules that still take skills as dicts: the training change needs router/shipped_embedder.py to follow
-#: (issue 35), and an entry that no longer holds fails, so the list only shrinks
-STILL_TAKING_DICTS = {
-    "skill_assets/lib/training/curated_training.py",
-    "skill_assets/lib/training/model_training.py",
-}
 
 
 def dict_skill_reads(source: str) -> list[tuple[str, int]]:
@@ -67,4 +61,4 @@ def test_no_lib_function_takes_skills_as_dicts_outside_the_readers():
                  if (rel, fn) not in READERS]
         if reads:
             offenders[rel] = [f"{fn} (line {line})" for fn, line in reads]
-    assert set(offenders) == STILL_TAKING_DICTS, offenders
+    assert not offenders

@@ -31,7 +31,7 @@ from skill_assets.lib.core.skill_text import ENCODER_CAPS, skill_document
 from skill_assets.lib.models.tuned_layers import freeze_below, save_tuned
 from skill_assets.lib.evaluation.curated_benchmark import load_requests
 from skill_assets.lib.retrieval.defaults import SHIPPED_EMBEDDER_DIR, TUNED_FILE
-from skill_assets.lib.retrieval.pools import load_pool
+from skill_assets.lib.retrieval.pools import Skill, load_pool
 from skill_assets.lib.retrieval.requests import Request
 from skill_assets.lib.training.embedder_training import build_loss, embedder_batch_loss, make_batches, make_examples
 from skill_assets.lib.training.model_training import (
@@ -41,6 +41,7 @@ from skill_assets.lib.training.model_training import (
     teacher_documents,
 )
 from skill_assets.lib.training.training_loop import OptimConfig, evaluation_interval, run_training
+from skill_assets.lib.training.training_queries import TrainingQuery
 
 PACKAGE = Path(__file__).resolve().parent.parent
 CURATED_REQUESTS = PACKAGE / "benchmarks" / "curated" / "requests.jsonl"
@@ -92,15 +93,14 @@ class Recipe:
                 "evaluations": c.evaluations, "dev_pool": c.dev_pool}
 
 
-def _queries(requests: list[Request]) -> list[dict]:
-    """Requests as the trainer's dicts: the first skill of each group is the positive it was written for, the
-    other groups' first skills its siblings; ``skill_groups`` scores held-out copies as their group."""
-    return [{"query_id": r.id, "query": r.query, "skill_ids": [g[0] for g in r.groups],
-             "skill_groups": [list(g) for g in r.groups]} for r in requests]
+def _queries(requests: list[Request]) -> list[TrainingQuery]:
+    """Requests as the trainer's queries: the first skill of each group is the positive it was written for, the
+    other groups' first skills its siblings; ``groups`` scores held-out copies as their group."""
+    return [TrainingQuery(r.id, r.query, tuple(g[0] for g in r.groups), groups=r.groups) for r in requests]
 
 
 def training_requests(files: tuple[Path, ...] = (MEANING_REQUESTS, CURATED_REQUESTS)
-                      ) -> tuple[list[dict], list[dict], dict]:
+                      ) -> tuple[list[TrainingQuery], list[TrainingQuery], dict]:
     """(train queries, dev queries, what the card says of them); test requests are never returned."""
     train, dev, by_source = [], [], {}
     for path in files:
@@ -113,20 +113,19 @@ def training_requests(files: tuple[Path, ...] = (MEANING_REQUESTS, CURATED_REQUE
     return train, dev, by_source
 
 
-def dev_pool(skills: list[dict], dev: list[dict], size: int, seed: int) -> list[dict]:
+def dev_pool(skills: list[Skill], dev: list[TrainingQuery], size: int, seed: int) -> list[Skill]:
     """Every skill a dev request names (copies included) plus a seeded sample of the others, ``size`` in all."""
-    named = {sid for q in dev for group in q["skill_groups"] for sid in group}
-    others = [s for s in skills if s["skill_id"] not in named]
+    named = {sid for q in dev for group in q.groups for sid in group}
+    others = [s for s in skills if s.id not in named]
     rest = max(0, size - (len(skills) - len(others)))
-    sample = sorted(others, key=lambda s: digest(f"{seed}:{s['skill_id']}"))[:rest]
-    return [s for s in skills if s["skill_id"] in named] + sample
+    sample = sorted(others, key=lambda s: digest(f"{seed}:{s.id}"))[:rest]
+    return [s for s in skills if s.id in named] + sample
 
 
-def _teacher_vectors(teacher, skills: list[dict], work: Path, recipe: Recipe, log: Callable[[str], None]):
+def _teacher_vectors(teacher, skills: list[Skill], work: Path, recipe: Recipe, log: Callable[[str], None]):
     """The teacher's document vectors, kept in ``work`` by the pool's content: encoding the corpus takes minutes,
     and every rebuild and ablation over the same pool mines from the same vectors."""
-    key = digest(json.dumps([recipe.max_seq_length, [(s["skill_id"], s["name"], s["description"], s["body"])
-                                                     for s in skills]]))[:16]
+    key = digest(json.dumps([recipe.max_seq_length, [(s.id, s.name, s.description, s.body) for s in skills]]))[:16]
     path = work / f"teacher-{key}.npy"
     if path.is_file():
         return np.load(path)
@@ -160,14 +159,13 @@ def build(pool: str | Path, out_dir: Path = SHIPPED_EMBEDDER_DIR, work_dir: str 
     whose train splits train and whose dev splits choose. ``fold=(i, k)``: train without the train requests of
     fold ``i`` of ``k`` (``in_fold``), so the fusion can be fitted on their scores from a model that never saw
     them (``shipped_router``)."""
-    skills = [{"skill_id": s.id, "name": s.name, "description": s.description, "body": s.body}
-              for s in load_pool(pool).skills]
+    skills = load_pool(pool).skills
     train, dev, by_source = training_requests(sets)
     if fold is not None:
-        train = [q for q in train if not in_fold(q["query_id"], fold)]
+        train = [q for q in train if not in_fold(q.id, fold)]
     card_path = out_dir / CARD_FILE
     keys = {"data_hash": data_hash({**by_source, **({"fold": list(fold)} if fold else {})},
-                                   [s["skill_id"] for s in skills]), "recipe_hash": recipe_hash(recipe)}
+                                   [s.id for s in skills]), "recipe_hash": recipe_hash(recipe)}
     if not force and card_path.is_file():
         card = json.loads(card_path.read_text())
         if {k: card.get(k) for k in keys} == keys:
@@ -183,7 +181,7 @@ def build(pool: str | Path, out_dir: Path = SHIPPED_EMBEDDER_DIR, work_dir: str 
     torch.manual_seed(recipe.seed)  # dropout draws: the same data and recipe give the same weights
     model = load_bi_encoder(bundled_minilm(), recipe.max_seq_length)
     trainable = freeze_below(model, recipe.layers)
-    texts = {s["skill_id"]: skill_document(s["name"], s["description"], s["body"], ENCODER_CAPS) for s in skills}
+    texts = {s.id: skill_document(s.name, s.description, s.body, ENCODER_CAPS) for s in skills}
     batches = make_batches(make_examples(train, mined, recipe.seed), recipe.batch_size, recipe.epochs, recipe.seed)
     loss = build_loss("multi_positive_infonce", recipe.objective.temperature, recipe.objective.sibling_weight)
     ranked_among = dev_pool(skills, dev, recipe.choice.dev_pool, recipe.seed)

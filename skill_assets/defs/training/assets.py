@@ -23,6 +23,7 @@ from skill_assets.lib.common.provenance import code_version, release_version
 from skill_assets.lib.common.tables import frame
 from skill_assets.lib.evaluation.curated_benchmark import load_requests
 from skill_assets.lib.retrieval.requests import UnresolvedSkillIds
+from skill_assets.lib.retrieval.store_skills import skills_from_rows
 from skill_assets.lib.training.curated_training import (
     TrainingData,
     corpus_holds_curated,
@@ -40,6 +41,7 @@ from skill_assets.lib.training.model_training import (
     train_embedder,
     train_reranker,
 )
+from skill_assets.lib.training.training_queries import training_queries
 from skill_assets.lib.training.variants import EMBEDDER_VARIANTS, RERANKER_VARIANTS
 
 GROUP = "training"
@@ -73,11 +75,12 @@ def provenance(store: DuckDBStore, data: TrainingData) -> dict:
 def train_data(store: DuckDBStore, config: TrainingConfig, log: Callable[[str], None] | None = None) -> TrainingData:
     """Train queries, dev queries (empty unless the splits or the curated benchmark made some) and the skills
     they are trained and selected over: the pipeline's, joined by the curated benchmark's where it applies."""
-    queries = store.query("SELECT * FROM benchmark_queries WHERE split = 'train' ORDER BY query_id").to_dicts()
-    dev = store.query("SELECT * FROM benchmark_queries WHERE split = 'dev' ORDER BY query_id").to_dicts()
-    skills = store.query("""SELECT s.skill_id, s.name, s.description, s.body, p.super_domain, p.pool FROM skills s
-                            JOIN skill_pools p USING (skill_id) ORDER BY skill_id""").to_dicts()
-    train_pool = [s for s in skills if s["pool"] == "train"]
+    queries, dev = (training_queries(store.query("SELECT * FROM benchmark_queries WHERE split = ? ORDER BY query_id",
+                                                 [split]).iter_rows(named=True)) for split in ("train", "dev"))
+    rows = store.query("""SELECT s.skill_id, s.name, s.description, s.body, p.pool FROM skills s
+                          JOIN skill_pools p USING (skill_id) ORDER BY skill_id""")
+    skills = skills_from_rows(rows.iter_rows(named=True))
+    train_pool = [s for s, pool in zip(skills, rows["pool"]) if pool == "train"]
     data = pipeline_only(queries, dev, train_pool, "off (config curated: false)")
     if config.curated:
         requests = load_requests()
@@ -88,7 +91,7 @@ def train_data(store: DuckDBStore, config: TrainingConfig, log: Callable[[str], 
             holds = corpus_holds_curated(requests, set(kept_of))
         except UnresolvedSkillIds as exc:
             raise dg.Failure(str(exc)) from exc
-        data = (with_curated(queries, dev, train_pool, {s["skill_id"]: s for s in skills}, requests, kept_of,
+        data = (with_curated(queries, dev, train_pool, {s.id: s for s in skills}, requests, kept_of,
                              curated_data_version(requests)) if holds
                 else pipeline_only(queries, dev, train_pool, "not in this corpus (none of its skill ids is)"))
     if log:
@@ -121,10 +124,12 @@ def hard_negatives(context: dg.AssetExecutionContext, config: TrainingConfig, st
                    models: ModelSettings):
     """Hard negatives of every train query by each mining rule, after the three-layer false-negative filter."""
     data = train_data(store, config, context.log.info)
+    super_domain = dict(store.query("SELECT skill_id, super_domain FROM skill_pools").iter_rows())
     teacher = load_bi_encoder(models.teacher, config.max_seq_length)
     rows, removed = [], {}
     for rule in MINING_RULES:
-        mined, counts = mine_negatives(rule, data.train, data.skills, teacher, models.query_prompt, config.seed)
+        mined, counts = mine_negatives(rule, data.train, data.skills, teacher, models.query_prompt, config.seed,
+                                       super_domain=super_domain)
         rows += [{"rule": rule, "query_id": qid, "position": i + 1, "skill_id": sid, "teacher_model": models.teacher}
                  for qid, negatives in mined.items() for i, sid in enumerate(negatives)]
         removed |= {f"removed/{rule}/{layer}": n for layer, n in counts.items()}

@@ -21,16 +21,18 @@ from dataclasses import dataclass, field
 
 from skill_assets.lib.common.hashing import digest
 from skill_assets.lib.core.skill_groups import mapped_groups
+from skill_assets.lib.retrieval.pools import Skill
 from skill_assets.lib.retrieval.requests import Request, UnresolvedSkillIds, unresolved
+from skill_assets.lib.training.training_queries import TrainingQuery
 
 
 @dataclass
 class TrainingData:
     """Queries and skills one model trains on, and ``card``: which queries those are (for the model card)."""
 
-    train: list[dict]
-    dev: list[dict]
-    skills: list[dict]
+    train: list[TrainingQuery]
+    dev: list[TrainingQuery]
+    skills: list[Skill]
     card: dict = field(default_factory=dict)
 
 
@@ -48,7 +50,8 @@ def corpus_holds_curated(requests: Sequence[Request], raw_ids: set[str]) -> bool
                                       "to train without the curated benchmark")
 
 
-def pipeline_only(train: list[dict], dev: list[dict], skills: list[dict], reason: str) -> TrainingData:
+def pipeline_only(train: list[TrainingQuery], dev: list[TrainingQuery], skills: list[Skill], reason: str
+                  ) -> TrainingData:
     """The pipeline's own queries, unchanged, with the card saying why the curated benchmark is not used."""
     return TrainingData(train, dev, skills, {
         "train_sources": {"pipeline": len(train)},
@@ -56,32 +59,32 @@ def pipeline_only(train: list[dict], dev: list[dict], skills: list[dict], reason
         "curated": reason})
 
 
-def with_curated(pipeline_train: list[dict], pipeline_dev: list[dict], train_pool_skills: list[dict],
-                 all_skills: Mapping[str, dict], requests: Sequence[Request], kept_of: Mapping[str, str],
-                 data_version: str) -> TrainingData:
+def with_curated(pipeline_train: list[TrainingQuery], pipeline_dev: list[TrainingQuery],
+                 train_pool_skills: list[Skill], all_skills: Mapping[str, Skill], requests: Sequence[Request],
+                 kept_of: Mapping[str, str], data_version: str) -> TrainingData:
     """The pipeline's train queries plus the curated train split, the curated dev split for selection.
 
-    ``all_skills``: every kept skill by id (with ``super_domain``), ``kept_of``: raw id → kept id
-    (a kept skill maps to itself), ``train_pool_skills``: the pipeline's training pool.
+    ``all_skills``: every kept skill by id, ``kept_of``: raw id → kept id (a kept skill maps to itself),
+    ``train_pool_skills``: the pipeline's training pool.
     """
     mapped = {r.id: mapped_groups(r.groups, kept_of.__getitem__) for r in requests}
     test_skills = {sid for r in requests if r.split == "test" for group in mapped[r.id] for sid in group}
 
-    def clean(queries: list[dict]) -> tuple[list[dict], int]:
-        kept = [q for q in queries if not test_skills & set(q["skill_ids"])]
+    def clean(queries: list[TrainingQuery]) -> tuple[list[TrainingQuery], int]:
+        kept = [q for q in queries if not test_skills & set(q.skill_ids)]
         return kept, len(queries) - len(kept)
 
-    def as_queries(split: str) -> list[dict]:
-        return [{"query_id": f"curated:{r.id}", "query": r.query, "skill_ids": [s for g in mapped[r.id] for s in g],
-                 "skill_groups": [list(g) for g in mapped[r.id]], "skip_partners": [], "direction": r.direction,
-                 "k": r.k, "style": r.writing.style, "split": split} for r in requests if r.split == split]
+    def as_queries(split: str) -> list[TrainingQuery]:
+        return [TrainingQuery(f"curated:{r.id}", r.query, tuple(s for g in mapped[r.id] for s in g),
+                              groups=mapped[r.id], direction=r.direction, k=r.k)
+                for r in requests if r.split == split]
 
     pipeline, dropped_pipeline = clean(pipeline_train)
     curated_train, dropped_train = clean(as_queries("train"))
     dev, dropped_dev = clean(as_queries("dev"))
-    pool_ids = {s["skill_id"] for s in train_pool_skills}
-    needed = {sid for q in curated_train + dev for sid in q["skill_ids"]}
-    skills = [s for s in train_pool_skills if s["skill_id"] not in test_skills]
+    pool_ids = {s.id for s in train_pool_skills}
+    needed = {sid for q in curated_train + dev for sid in q.skill_ids}
+    skills = [s for s in train_pool_skills if s.id not in test_skills]
     skills += [all_skills[sid] for sid in sorted(needed - pool_ids)]
     return TrainingData(pipeline + curated_train, dev, skills, {
         "train_sources": {"pipeline": len(pipeline), "curated_train": len(curated_train)},

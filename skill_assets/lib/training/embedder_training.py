@@ -13,6 +13,7 @@ import torch
 from torch import nn
 
 from skill_assets.lib.training.losses import InBatchInfoNCELoss, MultiPositiveInfoNCELoss
+from skill_assets.lib.training.training_queries import TrainingQuery
 
 
 @dataclass(frozen=True)
@@ -31,15 +32,16 @@ class EmbedderBatch:
     sibling_index: list[list[int]] = field(default_factory=list)
 
 
-def make_examples(queries: list[dict], negatives: dict[str, list[str]], seed: int) -> list[EmbedderTrainingExample]:
+def make_examples(queries: list[TrainingQuery], negatives: dict[str, list[str]], seed: int
+                  ) -> list[EmbedderTrainingExample]:
     """One example per query; the main positive is drawn (seeded) from its ground-truth set."""
     rng = random.Random(seed)
     out = []
     for q in queries:
-        ids = list(q["skill_ids"])
+        ids = list(q.skill_ids)
         positive = rng.choice(ids)
-        out.append(EmbedderTrainingExample(q["query"], positive, tuple(s for s in ids if s != positive),
-                                           tuple(negatives.get(q["query_id"], ()))))
+        out.append(EmbedderTrainingExample(q.query, positive, tuple(s for s in ids if s != positive),
+                                           tuple(negatives.get(q.id, ()))))
     return out
 
 

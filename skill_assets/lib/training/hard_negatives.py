@@ -9,11 +9,13 @@ teacher cosine > 0.92 with a positive.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from skill_assets.lib.common.hashing import jaccard, normalise_name, word_tokens
+from skill_assets.lib.retrieval.pools import Skill
 
 
 @dataclass(frozen=True)
@@ -35,14 +37,14 @@ def near_duplicate_bodies(a: set[str], b: set[str], threshold: float) -> bool:
     return bool(a) and bool(b) and jaccard(a, b) > threshold
 
 
-def mine_r3_negatives(query_emb: np.ndarray, skill_emb: np.ndarray, skills: list[dict],
+def mine_r3_negatives(query_emb: np.ndarray, skill_emb: np.ndarray, skills: Sequence[Skill],
                       positives: list[list[int]], rule: MiningRule = MiningRule()) -> tuple[list[int | None], Counter]:
     """Per query, the index of one negative (or None) and counts of candidates removed per filter layer."""
     q = query_emb / np.linalg.norm(query_emb, axis=1, keepdims=True)
     s = skill_emb / np.linalg.norm(skill_emb, axis=1, keepdims=True)
     sims = q @ s.T
     skill_sims = s @ s.T
-    names = [normalise_name(x["name"]) for x in skills]
+    names = [normalise_name(x.name) for x in skills]
     trigrams: dict[int, set[str]] = {}
     removed: Counter = Counter()
     chosen: list[int | None] = []
@@ -62,8 +64,8 @@ def mine_r3_negatives(query_emb: np.ndarray, skill_emb: np.ndarray, skills: list
             if any(names[j] == names[p] for p in pos):
                 removed["same_name"] += 1
                 continue
-            tj = trigrams.setdefault(j, body_trigrams(skills[j]["body"]))
-            if any(near_duplicate_bodies(tj, trigrams.setdefault(p, body_trigrams(skills[p]["body"])),
+            tj = trigrams.setdefault(j, body_trigrams(skills[j].body))
+            if any(near_duplicate_bodies(tj, trigrams.setdefault(p, body_trigrams(skills[p].body)),
                                          rule.trigram_jaccard_max) for p in pos):
                 removed["body_trigram_jaccard"] += 1
                 continue
@@ -76,19 +78,20 @@ def mine_r3_negatives(query_emb: np.ndarray, skill_emb: np.ndarray, skills: list
     return chosen, removed
 
 
-def mine_skillrouter_negatives(query_emb: np.ndarray, skill_emb: np.ndarray, skills: list[dict],
-                               positives: list[list[int]], bm25_top: list[list[int]], seed: int = 0,
-                               rule: MiningRule = MiningRule()) -> tuple[list[list[int]], Counter]:
+def mine_skillrouter_negatives(query_emb: np.ndarray, skill_emb: np.ndarray, skills: Sequence[Skill],
+                               domains: Sequence[Hashable], positives: list[list[int]], bm25_top: list[list[int]],
+                               seed: int = 0, rule: MiningRule = MiningRule()) -> tuple[list[list[int]], Counter]:
     """SkillRouter's 10 negatives: 4 semantic, 3 BM25, 2 same super-domain, 1 random other-domain,
-    each passed through the same false-negative filter."""
+    each passed through the same false-negative filter. ``domains``: each skill's super-domain, in the
+    skills' order."""
     import random
 
     rng = random.Random(seed)
     s = skill_emb / np.linalg.norm(skill_emb, axis=1, keepdims=True)
     q = query_emb / np.linalg.norm(query_emb, axis=1, keepdims=True)
     sims, skill_sims = q @ s.T, s @ s.T
-    names = [normalise_name(x["name"]) for x in skills]
-    trigrams = [body_trigrams(x["body"]) for x in skills]
+    names = [normalise_name(x.name) for x in skills]
+    trigrams = [body_trigrams(x.body) for x in skills]
     removed: Counter = Counter()
 
     def acceptable(j: int, pos: list[int], taken: list[int]) -> bool:
@@ -108,9 +111,9 @@ def mine_skillrouter_negatives(query_emb: np.ndarray, skill_emb: np.ndarray, ski
 
     out = []
     for qi, pos in enumerate(positives):
-        domains = {skills[p]["super_domain"] for p in pos}
-        same = [j for j in range(len(skills)) if skills[j]["super_domain"] in domains]
-        other = [j for j in range(len(skills)) if skills[j]["super_domain"] not in domains]
+        wanted = {domains[p] for p in pos}
+        same = [j for j in range(len(skills)) if domains[j] in wanted]
+        other = [j for j in range(len(skills)) if domains[j] not in wanted]
         rng.shuffle(same)
         rng.shuffle(other)
         sources = [(list(np.argsort(-sims[qi], kind="stable")), 4), (bm25_top[qi], 3), (same, 2), (other, 1)]

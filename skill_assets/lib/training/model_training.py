@@ -1,9 +1,8 @@
 """Train one embedder or reranker variant end to end: mine negatives, build batches, train, save.
 
 Framework-free so the Dagster assets, the smoke benchmark and the tests share one code path.
-Queries are dicts with ``query_id``, ``query``, ``skill_ids``, ``skip_partners``, ``direction``
-and ``k``; skills are dicts with ``skill_id``, ``name``, ``description``, ``body`` and
-``super_domain``. The saved folder loads with ``SentenceTransformer(path)`` / ``CrossEncoder(path)``
+Queries are ``TrainingQuery``s and skills the engine's ``Skill``s; the SkillRouter mining rule also
+reads each skill's super-domain (``super_domain``, by skill id). The saved folder loads with ``SentenceTransformer(path)`` / ``CrossEncoder(path)``
 and carries ``skill_assets_card.json`` (base model, variant, loss, hyper-parameters, timing,
 held-out figures, and the caller's ``provenance``: data and code versions).
 
@@ -16,7 +15,7 @@ from __future__ import annotations
 import json
 import random
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -25,12 +24,12 @@ import numpy as np
 
 from skill_assets.lib.common.hashing import digest
 from skill_assets.lib.core.metrics import mean_metrics, per_query_metrics
-from skill_assets.lib.core.skill_groups import collapse_rankings, singleton_groups
-from skill_assets.lib.core.skill_text import ENCODER_CAPS, RERANKER_CAPS, skill_document
+from skill_assets.lib.core.skill_groups import collapse_rankings
+from skill_assets.lib.core.skill_text import ENCODER_CAPS, RERANKER_CAPS, TextCaps, skill_document
 from skill_assets.lib.retrieval.lexical import LexicalIndex
+from skill_assets.lib.retrieval.pools import Skill
 from skill_assets.lib.retrieval.ranking import rerank, top_k_rankings
 from skill_assets.lib.retrieval.signals import lexical_document
-from skill_assets.lib.retrieval.store_skills import skills_from_rows
 from skill_assets.lib.training.embedder_training import build_loss as embedder_loss
 from skill_assets.lib.training.embedder_training import (
     embedder_batch_loss,
@@ -54,6 +53,7 @@ from skill_assets.lib.training.training_loop import (
     run_training,
     training_device,
 )
+from skill_assets.lib.training.training_queries import TrainingQuery
 from skill_assets.lib.training.variants import EmbedderVariant, RerankerVariant
 
 
@@ -104,7 +104,8 @@ def truncated(model, length: int | None) -> Iterator[None]:
         model.max_seq_length = native
 
 
-def dev_slice(queries: list[dict], fraction: float, seed: int) -> tuple[list[dict], list[dict]]:
+def dev_slice(queries: list[TrainingQuery], fraction: float, seed: int
+              ) -> tuple[list[TrainingQuery], list[TrainingQuery]]:
     """(train, dev): ``round(fraction · n)`` queries held out, none when that is 0 or all of them.
 
     The choice hashes each query id with the seed, so it does not move when queries are reordered
@@ -112,36 +113,45 @@ def dev_slice(queries: list[dict], fraction: float, seed: int) -> tuple[list[dic
     n_dev = round(len(queries) * fraction)
     if n_dev == 0 or n_dev >= len(queries):
         return queries, []
-    held = {q["query_id"] for q in sorted(queries, key=lambda q: digest(f"{seed}:{q['query_id']}"))[:n_dev]}
-    return [q for q in queries if q["query_id"] not in held], [q for q in queries if q["query_id"] in held]
+    held = {q.id for q in sorted(queries, key=lambda q: digest(f"{seed}:{q.id}"))[:n_dev]}
+    return [q for q in queries if q.id not in held], [q for q in queries if q.id in held]
 
 
-def _ndcg10(rankings: list[list[str]], queries: list[dict]) -> float:
-    """Held-out NDCG@10; a query that names copies (``skill_groups``, the curated dev split) is scored on its
+def _ndcg10(rankings: list[list[str]], queries: list[TrainingQuery]) -> float:
+    """Held-out NDCG@10; a query that names copies (``groups``, the curated dev split) is scored on its
     groups, as the evaluation stage scores it."""
-    groups = [tuple(map(tuple, q["skill_groups"])) if q.get("skill_groups") else singleton_groups(q["skill_ids"])
-              for q in queries]
-    collapsed, relevant = collapse_rankings(rankings, groups)
+    collapsed, relevant = collapse_rankings(rankings, [q.scored_groups for q in queries])
     return mean_metrics(per_query_metrics(collapsed, relevant, (10,)))["ndcg@10"]
 
 
 RERANK_DEPTH = 20  # the first-stage candidates a reranker rescores (both papers)
 
 
-def first_stage_rankings(first_stage, skills: list[dict], queries: list[dict], query_prompt: str, depth: int) -> list:
-    docs = [skill_document(s["name"], s["description"], s["body"], ENCODER_CAPS) for s in skills]
-    sims = (first_stage.encode([query_prompt + q["query"] for q in queries], normalize_embeddings=True)
+def documents(skills: Sequence[Skill], caps: TextCaps) -> list[str]:
+    """Each skill's document as a model of these ``caps`` reads it, in the skills' order."""
+    return [skill_document(s.name, s.description, s.body, caps) for s in skills]
+
+
+def documents_by_id(skills: Sequence[Skill], caps: TextCaps) -> dict[str, str]:
+    """``documents`` by skill id: what a training step looks a batch's skills up in."""
+    return dict(zip([s.id for s in skills], documents(skills, caps)))
+
+
+def first_stage_rankings(first_stage, skills: Sequence[Skill], queries: list[TrainingQuery], query_prompt: str,
+                         depth: int) -> list:
+    docs = documents(skills, ENCODER_CAPS)
+    sims = (first_stage.encode([query_prompt + q.query for q in queries], normalize_embeddings=True)
             @ first_stage.encode(docs, normalize_embeddings=True).T)
-    return top_k_rankings(sims, [s["skill_id"] for s in skills], depth)
+    return top_k_rankings(sims, [s.id for s in skills], depth)
 
 
-def embedder_ndcg10(model, skills: list[dict], queries: list[dict], query_prompt: str = "") -> float:
+def embedder_ndcg10(model, skills: Sequence[Skill], queries: list[TrainingQuery], query_prompt: str = "") -> float:
     """NDCG@10 of a bi-encoder retrieving the queries' ground truth from ``skills``."""
     runs = first_stage_rankings(model, skills, queries, query_prompt, 10)
     return _ndcg10([[sid for sid, _ in r] for r in runs], queries)
 
 
-def _selection_card(outcome, dev: list[dict]) -> dict:
+def _selection_card(outcome, dev: list[TrainingQuery]) -> dict:
     return {"dev_queries": len(dev), "dev_ndcg10_by_step": outcome.dev_scores, "selected_step": outcome.selected_step}
 
 
@@ -166,7 +176,7 @@ def model_card(card: dict) -> str:
 
 
 def _train_and_save(model, batches: list, step_loss: Callable, learning_rate: float, settings: TrainingSettings,
-                    out_dir: Path, fingerprint: str, log: Callable[[str], None], dev: list[dict],
+                    out_dir: Path, fingerprint: str, log: Callable[[str], None], dev: list[TrainingQuery],
                     evaluate: Callable[[], float] | None, card: dict) -> TrainedModel:
     """The part both trainers share: steps capped at the training length, checkpoints beside ``out_dir``
     (resumed by ``fingerprint``), held-out selection, then the saved folder with its card."""
@@ -198,60 +208,63 @@ def mining_rule(variant: EmbedderVariant) -> str:
     return "skillrouter" if variant.negatives == "skillrouter" else "r3"
 
 
-def mine_negatives(rule: str, queries: list[dict], skills: list[dict], teacher, query_prompt: str = "",
-                   seed: int = 0, skill_emb: np.ndarray | None = None) -> tuple[dict[str, list[str]], Counter]:
+def mine_negatives(rule: str, queries: list[TrainingQuery], skills: Sequence[Skill], teacher, query_prompt: str = "",
+                   seed: int = 0, skill_emb: np.ndarray | None = None,
+                   super_domain: Mapping[str, int] | None = None) -> tuple[dict[str, list[str]], Counter]:
     """Per query id, the skill ids the teacher rule picks as hard negatives; and the counts each
-    false-negative filter layer removed. ``skill_emb``: the teacher's document vectors, where already computed."""
+    false-negative filter layer removed. ``skill_emb``: the teacher's document vectors, where already computed;
+    ``super_domain``: each skill's super-domain by id, which the SkillRouter rule draws two negatives by."""
     if rule not in MINING_RULES:
         raise ValueError(f"unknown mining rule {rule!r}; choose one of {MINING_RULES}")
-    index = {s["skill_id"]: i for i, s in enumerate(skills)}
+    if rule == "skillrouter" and super_domain is None:
+        raise ValueError("the skillrouter rule draws negatives by super-domain: pass each skill's super_domain")
+    index = {s.id: i for i, s in enumerate(skills)}
     if skill_emb is None:
         skill_emb = teacher_documents(teacher, skills)
-    query_emb = teacher.encode([query_prompt + q["query"] for q in queries], normalize_embeddings=True)
-    positives = [[index[s] for s in q["skill_ids"] if s in index] for q in queries]
+    query_emb = teacher.encode([query_prompt + q.query for q in queries], normalize_embeddings=True)
+    positives = [[index[s] for s in q.skill_ids if s in index] for q in queries]
     if rule == "skillrouter":
-        lexical, _ = LexicalIndex.build_or_load([lexical_document(s) for s in skills_from_rows(skills)])
-        bm25 = top_k_rankings(lexical.scores([q["query"] for q in queries]), [s["skill_id"] for s in skills], 20)
-        mined, removed = mine_skillrouter_negatives(query_emb, skill_emb, skills, positives,
-                                                    [[index[s] for s, _ in r] for r in bm25], seed)
-        return {q["query_id"]: [skills[j]["skill_id"] for j in m] for q, m in zip(queries, mined)}, removed
+        lexical, _ = LexicalIndex.build_or_load([lexical_document(s) for s in skills])
+        bm25 = top_k_rankings(lexical.scores([q.query for q in queries]), [s.id for s in skills], 20)
+        mined, removed = mine_skillrouter_negatives(query_emb, skill_emb, skills, [super_domain[s.id] for s in skills],
+                                                    positives, [[index[s] for s, _ in r] for r in bm25], seed)
+        return {q.id: [skills[j].id for j in m] for q, m in zip(queries, mined)}, removed
     mined, removed = mine_r3_negatives(query_emb, skill_emb, skills, positives)
-    return {q["query_id"]: ([skills[j]["skill_id"]] if j is not None else []) for q, j in zip(queries, mined)}, removed
+    return {q.id: ([skills[j].id] if j is not None else []) for q, j in zip(queries, mined)}, removed
 
 
-def teacher_documents(teacher, skills: list[dict]) -> np.ndarray:
+def teacher_documents(teacher, skills: Sequence[Skill]) -> np.ndarray:
     """The teacher's unit vectors of the skills' encoder documents."""
-    docs = [skill_document(s["name"], s["description"], s["body"], ENCODER_CAPS) for s in skills]
-    return teacher.encode(docs, normalize_embeddings=True)
+    return teacher.encode(documents(skills, ENCODER_CAPS), normalize_embeddings=True)
 
 
-def variant_negatives(variant: EmbedderVariant, queries: list[dict], mined: dict[str, list[str]],
-                      skills: list[dict]) -> dict[str, list[str]]:
+def variant_negatives(variant: EmbedderVariant, queries: list[TrainingQuery], mined: dict[str, list[str]],
+                      skills: Sequence[Skill]) -> dict[str, list[str]]:
     """The negatives a variant trains with: its rule's mined ones, or (ablation B) the query's first
     SKIP partner in the pool where it has one."""
     if variant.negatives != "skip_partner":
-        return {q["query_id"]: mined.get(q["query_id"], []) for q in queries}
-    in_pool = {s["skill_id"] for s in skills}
-    return {q["query_id"]: [p for p in q["skip_partners"] if p in in_pool][:1] or mined.get(q["query_id"], [])
-            for q in queries}
+        return {q.id: mined.get(q.id, []) for q in queries}
+    in_pool = {s.id for s in skills}
+    return {q.id: [p for p in q.skip_partners if p in in_pool][:1] or mined.get(q.id, []) for q in queries}
 
 
-def train_embedder(variant: EmbedderVariant, queries: list[dict], skills: list[dict], base_model: str,
+def train_embedder(variant: EmbedderVariant, queries: list[TrainingQuery], skills: Sequence[Skill], base_model: str,
                    teacher_model: str, out_dir: Path, settings: TrainingSettings = TrainingSettings(),
                    log: Callable[[str], None] = lambda _: None,
-                   dev_queries: list[dict] | None = None, provenance: dict | None = None,
-                   mined: dict[str, list[str]] | None = None) -> TrainedModel:
+                   dev_queries: list[TrainingQuery] | None = None, provenance: dict | None = None,
+                   mined: dict[str, list[str]] | None = None,
+                   super_domain: Mapping[str, int] | None = None) -> TrainedModel:
     """``mined``: negatives already mined by the variant's rule (the ``hard_negatives`` asset); without
-    them the teacher mines here."""
+    them the teacher mines here (``super_domain`` as ``mine_negatives`` takes it)."""
     queries, dev = (queries, dev_queries) if dev_queries else dev_slice(queries, settings.dev_fraction, settings.seed)
     removed: Counter = Counter()
     if mined is None:
         teacher = load_bi_encoder(teacher_model, settings.max_seq_length)
         mined, removed = mine_negatives(mining_rule(variant), queries, skills, teacher, settings.query_prompt,
-                                        settings.seed)
+                                        settings.seed, super_domain=super_domain)
         del teacher
     negatives = variant_negatives(variant, queries, mined, skills)
-    texts = {s["skill_id"]: skill_document(s["name"], s["description"], s["body"], ENCODER_CAPS) for s in skills}
+    texts = documents_by_id(skills, ENCODER_CAPS)
     model = load_bi_encoder(base_model)
     enable_gpu_settings(model)
     loss = embedder_loss(variant.loss, variant.temperature, variant.sibling_weight)
@@ -267,30 +280,30 @@ def train_embedder(variant: EmbedderVariant, queries: list[dict], skills: list[d
                            variant.learning_rate, settings, out_dir, fingerprint, log, dev, evaluate, card)
 
 
-def reranker_lists(variant: RerankerVariant, queries: list[dict], skills: list[dict], first_stage,
+def reranker_lists(variant: RerankerVariant, queries: list[TrainingQuery], skills: Sequence[Skill], first_stage,
                    settings: TrainingSettings) -> list:
-    rr_ids = {s["skill_id"] for s in skills}
+    rr_ids = {s.id for s in skills}
     top = first_stage_rankings(first_stage, skills, queries, settings.query_prompt, variant.list_size)
     shuffled = shuffled_skip_partners(queries, settings.seed) if variant.skip_labels == "shuffled" else {}
     lists = []
     for q, ranking in zip(queries, top):
-        partners = {"graded": q["skip_partners"], "shuffled": shuffled.get(q["query_id"], []), "none": []}[variant.skip_labels]
-        lists.append(build_list(q["query"], list(q["skill_ids"]), [p for p in partners if p in rr_ids],
+        partners = {"graded": q.skip_partners, "shuffled": shuffled.get(q.id, []), "none": []}[variant.skip_labels]
+        lists.append(build_list(q.query, list(q.skill_ids), [p for p in partners if p in rr_ids],
                                 [sid for sid, _ in ranking], variant.list_size))
     return lists
 
 
-def reranker_ndcg10(model, queries: list[dict], first_stage: list, skill_text: dict[str, str]) -> float:
+def reranker_ndcg10(model, queries: list[TrainingQuery], first_stage: list, skill_text: dict[str, str]) -> float:
     """NDCG@10 of a cross-encoder rescoring each query's first-stage candidates."""
-    runs = rerank([q["query"] for q in queries], first_stage, skill_text,
+    runs = rerank([q.query for q in queries], first_stage, skill_text,
                   lambda pairs: model.predict(pairs, show_progress_bar=False), RERANK_DEPTH)
     return _ndcg10([[sid for sid, _ in r] for r in runs], queries)
 
 
-def train_reranker(variant: RerankerVariant, queries: list[dict], skills: list[dict], base_model: str,
+def train_reranker(variant: RerankerVariant, queries: list[TrainingQuery], skills: Sequence[Skill], base_model: str,
                    first_stage_model: str, out_dir: Path, settings: TrainingSettings = TrainingSettings(),
                    log: Callable[[str], None] = lambda _: None,
-                   dev_queries: list[dict] | None = None, provenance: dict | None = None) -> TrainedModel:
+                   dev_queries: list[TrainingQuery] | None = None, provenance: dict | None = None) -> TrainedModel:
     from sentence_transformers import CrossEncoder
 
     queries, dev = (queries, dev_queries) if dev_queries else dev_slice(queries, settings.dev_fraction, settings.seed)
@@ -298,7 +311,7 @@ def train_reranker(variant: RerankerVariant, queries: list[dict], skills: list[d
     lists = reranker_lists(variant, queries, skills, first_stage, settings)
     dev_first_stage = first_stage_rankings(first_stage, skills, dev, settings.query_prompt, RERANK_DEPTH) if dev else []
     del first_stage
-    rr_texts = {s["skill_id"]: skill_document(s["name"], s["description"], s["body"], RERANKER_CAPS) for s in skills}
+    rr_texts = documents_by_id(skills, RERANKER_CAPS)
     rng = random.Random(settings.seed)
     order = [i for _ in range(settings.epochs) for i in rng.sample(range(len(lists)), len(lists))]
     per_batch = max(1, settings.batch_size // 4)

@@ -21,6 +21,7 @@ from skill_assets.lib.training.losses import (
     ListwiseCrossEntropyLoss,
     PointwiseBCELoss,
 )
+from skill_assets.lib.training.training_queries import TrainingQuery
 
 LABEL_GROUND_TRUTH = 3
 LABEL_SKIP_PARTNER = 1
@@ -46,21 +47,21 @@ def build_list(query: str, ground_truth: list[str], skip_partners: list[str], em
     return RerankList(query, tuple(ids), tuple(labels))
 
 
-def shuffled_skip_partners(queries: list[dict], seed: int) -> dict[str, list[str]]:
+def shuffled_skip_partners(queries: list[TrainingQuery], seed: int) -> dict[str, list[str]]:
     """Control D: each query gets the SKIP partners of another query with the same direction and k.
 
     Queries of a group are shuffled and each takes its successor's partners (a cycle), so no query
     keeps its own; a query alone in its group has no matched donor and gets none.
     """
     rng = random.Random(seed)
-    by_group: dict[tuple, list[dict]] = {}
+    by_group: dict[tuple, list[TrainingQuery]] = {}
     for q in queries:
-        by_group.setdefault((q["direction"], q["k"]), []).append(q)
+        by_group.setdefault((q.direction, q.k), []).append(q)
     out = {}
     for group in by_group.values():
         rng.shuffle(group)
         for q, donor in zip(group, group[1:] + group[:1]):
-            out[q["query_id"]] = [s for s in donor["skip_partners"] if s not in q["skill_ids"]] if donor is not q else []
+            out[q.id] = [s for s in donor.skip_partners if s not in q.skill_ids] if donor is not q else []
     return out
 
 

@@ -12,8 +12,10 @@ import pytest
 from skill_assets.lib.models.bundled_models import bundled_minilm
 from skill_assets.lib.evaluation.curated_benchmark import load_requests
 from skill_assets.lib.retrieval.requests import UnresolvedSkillIds
+from skill_assets.lib.retrieval.store_skills import skills_from_rows
 from skill_assets.lib.training.curated_training import corpus_holds_curated, curated_data_version, with_curated
 from skill_assets.lib.training.model_training import TrainingSettings, train_embedder
+from skill_assets.lib.training.training_queries import TrainingQuery, training_queries
 from skill_assets.lib.training.variants import EMBEDDER_VARIANTS
 
 FIXTURE = Path(__file__).resolve().parents[2] / "data" / "curated"
@@ -22,17 +24,17 @@ RAW = sorted(p.parent.relative_to(FIXTURE / "pool").as_posix() for p in (FIXTURE
              if "broken" not in p.parts)
 FOLDED = {"beta__mirror/skills/docker-networking": "alpha__skills/skills/docker-networking"}
 KEPT_OF = {sid: FOLDED.get(sid, sid) for sid in RAW}
-SKILLS = {sid: {"skill_id": sid, "name": sid.rsplit("/", 1)[1], "description": f"About {sid.rsplit('/', 1)[1]}.",
-                "body": f"# {sid}\n\nSteps for {sid.rsplit('/', 1)[1].replace('-', ' ')}.", "super_domain": 0}
-          for sid in set(KEPT_OF.values())}
+SKILLS = {s.id: s for s in skills_from_rows(
+    {"skill_id": sid, "name": sid.rsplit("/", 1)[1], "description": f"About {sid.rsplit('/', 1)[1]}.",
+     "body": f"# {sid}\n\nSteps for {sid.rsplit('/', 1)[1].replace('-', ' ')}."} for sid in set(KEPT_OF.values()))}
 # the pipeline put the pandas skill in its test pool; everything else is in its train pool
 TRAIN_POOL = [s for sid, s in sorted(SKILLS.items()) if sid != "alpha__skills/skills/pandas-cleaning"]
-PIPELINE = [
+PIPELINE = training_queries([
     {"query_id": "p1", "query": "containers cannot talk", "skill_ids": ["alpha__skills/skills/docker-networking"],
      "skip_partners": [], "direction": "en2en", "k": 1},
     {"query_id": "p2", "query": "bisect a regression", "skill_ids": ["alpha__skills/skills/git-bisect"],
      "skip_partners": [], "direction": "en2en", "k": 1},
-]
+])
 
 
 def test_corpus_holds_the_curated_skills_all_or_none():
@@ -44,12 +46,13 @@ def test_corpus_holds_the_curated_skills_all_or_none():
 
 
 def test_train_joins_dev_selects_and_test_skills_are_never_seen():
-    data = with_curated(PIPELINE, [{"query_id": "p-dev"}], TRAIN_POOL, SKILLS, REQUESTS, KEPT_OF, "v1")
+    data = with_curated(PIPELINE, [TrainingQuery("p-dev", "a dev request", ())], TRAIN_POOL, SKILLS, REQUESTS,
+                        KEPT_OF, "v1")
     # p1's skill is the ground truth of test request t-001: the pipeline query is dropped
-    assert [q["query_id"] for q in data.train] == ["p2", "curated:r-001", "curated:r-002", "curated:r-003"]
-    assert [q["query_id"] for q in data.dev] == ["curated:d-001"]
-    assert data.dev[0]["skill_groups"] == [["alpha__skills/skills/pandas-cleaning"]]
-    pool = {s["skill_id"] for s in data.skills}
+    assert [q.id for q in data.train] == ["p2", "curated:r-001", "curated:r-002", "curated:r-003"]
+    assert [q.id for q in data.dev] == ["curated:d-001"]
+    assert data.dev[0].groups == (("alpha__skills/skills/pandas-cleaning",),)
+    pool = {s.id for s in data.skills}
     test_skills = {KEPT_OF[s] for r in REQUESTS if r.split == "test" for s in r.gt}
     assert not pool & test_skills  # never a positive, a mined negative or a ranked candidate in selection
     assert "alpha__skills/skills/pandas-cleaning" in pool  # a curated train skill from the pipeline's test pool
@@ -62,7 +65,7 @@ def test_train_joins_dev_selects_and_test_skills_are_never_seen():
 def test_a_train_request_on_a_skill_folded_into_a_test_skill_is_dropped():
     folded = {**KEPT_OF, "alpha__skills/skills/git-bisect": "alpha__skills/skills/nginx-proxy"}  # near-duplicate
     data = with_curated([], [], TRAIN_POOL, SKILLS, REQUESTS, folded, "v1")
-    assert "curated:r-002" not in [q["query_id"] for q in data.train]
+    assert "curated:r-002" not in [q.id for q in data.train]
     assert data.card["dropped_touching_curated_test"]["curated_train"] == 1
 
 

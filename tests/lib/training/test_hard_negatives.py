@@ -2,13 +2,26 @@
 false-negative filter layers, each counted where it removes a candidate."""
 import numpy as np
 
-from skill_assets.lib.training.hard_negatives import (
-    mine_r3_negatives,
-    mine_skillrouter_negatives,
-)
+from skill_assets.lib.retrieval.pools import Skill
+from skill_assets.lib.training.hard_negatives import mine_r3_negatives, mine_skillrouter_negatives
 
 DIM = 80
 POSITIVE_BODY = "inspect the bridge network then restart the compose services cleanly"
+
+
+def _skills(rows: list[dict]) -> list[Skill]:
+    return [Skill(f"s{i}", r["name"], "", r["body"]) for i, r in enumerate(rows)]
+
+
+def _mine_r3(query_emb, skill_emb, rows: list[dict], positives):
+    """The R3 rule over the fixture's skills, given as ``Skill``s."""
+    return mine_r3_negatives(query_emb, skill_emb, _skills(rows), positives)
+
+
+def _mine_skillrouter(query_emb, skill_emb, rows: list[dict], positives, bm25_top, seed):
+    """The SkillRouter rule over the fixture's skills, given as ``Skill``s and their super-domains."""
+    return mine_skillrouter_negatives(query_emb, skill_emb, _skills(rows), [r["super_domain"] for r in rows],
+                                      positives, bm25_top, seed)
 
 
 def _filler(rank: int, domain: str = "ops") -> dict:
@@ -50,7 +63,7 @@ def _r3_fixture():
 
 def test_r3_rule_takes_the_first_clean_candidate_of_the_window_and_counts_each_layer():
     query, skill_emb, skills, positives = _r3_fixture()
-    chosen, removed = mine_r3_negatives(query, skill_emb, skills, positives)
+    chosen, removed = _mine_r3(query, skill_emb, skills, positives)
     assert chosen == [32]
     assert removed == {"ground_truth": 1, "query_cosine": 8, "same_name": 1, "body_trigram_jaccard": 1,
                        "teacher_cosine": 1}
@@ -59,21 +72,21 @@ def test_r3_rule_takes_the_first_clean_candidate_of_the_window_and_counts_each_l
 def test_r3_rule_returns_none_when_the_window_holds_nothing_clean():
     query, skill_emb, skills, _ = _r3_fixture()
     # every window member is a ground-truth skill: nothing may be a negative
-    chosen, removed = mine_r3_negatives(query, skill_emb, skills, [list(range(20, 50)) + [59]])
+    chosen, removed = _mine_r3(query, skill_emb, skills, [list(range(20, 50)) + [59]])
     assert chosen == [None] and removed == {"ground_truth": 30}
 
 
 def test_r3_rule_on_a_pool_smaller_than_the_window_uses_the_lower_half():
     skills = [_filler(rank) for rank in range(10)]
     skill_emb = np.array([_vector(0.95 - 0.03 * rank, rank + 2) for rank in range(10)])
-    chosen, removed = mine_r3_negatives(np.eye(DIM)[:1], skill_emb, skills, [[0]])
+    chosen, removed = _mine_r3(np.eye(DIM)[:1], skill_emb, skills, [[0]])
     assert chosen == [5] and not removed  # ranks 5..9 are the lower half; rank 5 already has cosine < 0.85
 
 
 def test_short_bodies_are_not_near_duplicates_of_each_other():
     query, skill_emb, skills, positives = _r3_fixture()
     skills = [{**s, "body": "tiny"} for s in skills]  # no word trigrams at all: no evidence of duplication
-    chosen, removed = mine_r3_negatives(query, skill_emb, skills, positives)
+    chosen, removed = _mine_r3(query, skill_emb, skills, positives)
     assert chosen == [30] and "body_trigram_jaccard" not in removed
 
 
@@ -84,7 +97,7 @@ def test_skillrouter_rule_fills_its_four_sources_through_the_filter():
     query = np.eye(DIM)[:1]
     skill_emb = np.array([_vector(0.95 - 0.02 * i, i + 2) for i in range(len(skills))])
     bm25_top = [[0, 2, 20, 21, 22, 23]]  # the positive and an already-taken skill come first
-    mined, removed = mine_skillrouter_negatives(query, skill_emb, skills, [[0]], bm25_top, seed=3)
+    mined, removed = _mine_skillrouter(query, skill_emb, skills, [[0]], bm25_top, seed=3)
     taken = mined[0]
     assert len(taken) == 10 and len(set(taken)) == 10 and 0 not in taken and 1 not in taken
     assert taken[:4] == [2, 3, 4, 5]  # semantic: by teacher rank, positive and same-name copy skipped

@@ -6,8 +6,10 @@ import torch
 from sentence_transformers import CrossEncoder, SentenceTransformer
 
 from skill_assets.lib.models.bundled_models import bundled_minilm
+from skill_assets.lib.retrieval.store_skills import skills_from_rows
 from skill_assets.lib.training.model_training import TrainingSettings, dev_slice, train_embedder, train_reranker
 from skill_assets.lib.training.training_loop import OptimConfig, evaluation_interval, run_training
+from skill_assets.lib.training.training_queries import TrainingQuery, training_queries
 from skill_assets.lib.training.variants import EMBEDDER_VARIANTS, RERANKER_VARIANTS
 
 TOPICS = {0: ["docker", "kubernetes", "helm", "nginx"], 1: ["pandas", "sql", "parquet", "airflow"],
@@ -29,13 +31,18 @@ QUERIES = [
     {"query_id": "q6", "query": "the layout breaks on small screens", "skill_ids": ["s/css"],
      "skip_partners": ["s/react"], "direction": "en2en", "k": 1},
 ]
+# the trainer's inputs, read from those rows as the training assets read the store's
+POOL = skills_from_rows(SKILLS)
+SUPER_DOMAIN = {s["skill_id"]: s["super_domain"] for s in SKILLS}
+TRAIN = training_queries(QUERIES)
 TINY = TrainingSettings(epochs=1, batch_size=4, max_seq_length=48, checkpoint_every=100)
 
 
 @pytest.mark.parametrize("name", sorted(EMBEDDER_VARIANTS))
 def test_embedder_variant_trains_saves_and_reloads(tmp_path, name):
     base = bundled_minilm()
-    trained = train_embedder(EMBEDDER_VARIANTS[name], QUERIES, SKILLS, base, base, tmp_path / name, TINY)
+    trained = train_embedder(EMBEDDER_VARIANTS[name], TRAIN, POOL, base, base, tmp_path / name, TINY,
+                             super_domain=SUPER_DOMAIN)
     assert trained.steps == 2 and trained.final_loss is not None and trained.final_loss > 0
     card = json.loads((trained.path / "skill_assets_card.json").read_text())
     assert card["name"] == name and card["base_model"] == base
@@ -53,7 +60,7 @@ def test_embedder_variant_trains_saves_and_reloads(tmp_path, name):
 @pytest.mark.parametrize("name", sorted(RERANKER_VARIANTS))
 def test_reranker_variant_trains_saves_and_reloads(tmp_path, name):
     base = bundled_minilm()
-    trained = train_reranker(RERANKER_VARIANTS[name], QUERIES, SKILLS, base, base, tmp_path / name, TINY)
+    trained = train_reranker(RERANKER_VARIANTS[name], TRAIN, POOL, base, base, tmp_path / name, TINY)
     assert trained.steps >= 1 and trained.final_loss is not None
     reloaded = CrossEncoder(str(trained.path))
     assert reloaded.max_seq_length == CrossEncoder(base, num_labels=1).max_seq_length
@@ -91,9 +98,9 @@ def test_interrupted_training_resumes_from_its_checkpoint(tmp_path):
 
 
 def test_dev_slice_is_a_stable_seeded_share_of_the_queries():
-    queries = [{"query_id": f"q{i}"} for i in range(40)]
+    queries = [TrainingQuery(f"q{i}", f"request {i}", ()) for i in range(40)]
     train, dev = dev_slice(queries, 0.1, seed=0)
-    assert len(dev) == 4 and len(train) == 36 and not {q["query_id"] for q in train} & {q["query_id"] for q in dev}
+    assert len(dev) == 4 and len(train) == 36 and not {q.id for q in train} & {q.id for q in dev}
     assert dev_slice(list(reversed(queries)), 0.1, seed=0)[1] == list(reversed(dev))  # order does not matter
     assert dev_slice(queries, 0.1, seed=1)[1] != dev
     assert dev_slice(queries[:4], 0.1, seed=0) == (queries[:4], [])  # too few to hold any out
@@ -158,8 +165,8 @@ def test_mined_negatives_exclude_ground_truth_and_feed_the_variants():
     from skill_assets.lib.training.model_training import load_bi_encoder, mine_negatives, mining_rule, variant_negatives
 
     teacher = load_bi_encoder(bundled_minilm(), 64)
-    r3, removed = mine_negatives("r3", QUERIES, SKILLS, teacher)
-    sr, _ = mine_negatives("skillrouter", QUERIES, SKILLS, teacher, seed=1)
+    r3, removed = mine_negatives("r3", TRAIN, POOL, teacher)
+    sr, _ = mine_negatives("skillrouter", TRAIN, POOL, teacher, seed=1, super_domain=SUPER_DOMAIN)
     for q in QUERIES:
         assert len(r3[q["query_id"]]) <= 1 and not set(r3[q["query_id"]]) & set(q["skill_ids"])
         assert sr[q["query_id"]] and not set(sr[q["query_id"]]) & set(q["skill_ids"])
@@ -167,11 +174,13 @@ def test_mined_negatives_exclude_ground_truth_and_feed_the_variants():
     assert isinstance(removed, dict)
     assert [mining_rule(EMBEDDER_VARIANTS[n]) for n in ("r3", "r3-skip-neg", "skillrouter")] == \
         ["r3", "r3", "skillrouter"]
-    skip = variant_negatives(EMBEDDER_VARIANTS["r3-skip-neg"], QUERIES, r3, SKILLS)
+    skip = variant_negatives(EMBEDDER_VARIANTS["r3-skip-neg"], TRAIN, r3, POOL)
     assert skip["q1"] == ["s/helm"] and skip["q4"] == r3["q4"]  # no SKIP partner: the mined one
-    assert variant_negatives(EMBEDDER_VARIANTS["r3"], QUERIES, r3, SKILLS) == r3
+    assert variant_negatives(EMBEDDER_VARIANTS["r3"], TRAIN, r3, POOL) == r3
     with pytest.raises(ValueError, match="mining rule"):
-        mine_negatives("random", QUERIES, SKILLS, teacher)
+        mine_negatives("random", TRAIN, POOL, teacher)
+    with pytest.raises(ValueError, match="super-domain"):  # SkillRouter's rule draws two negatives by it
+        mine_negatives("skillrouter", TRAIN, POOL, teacher)
 
 
 class _RunsCode:

@@ -1,5 +1,6 @@
 """Reranker training lists: label order and size, and the shuffled-SKIP control (ablation D)."""
 from skill_assets.lib.training.reranker_training import build_list, shuffled_skip_partners
+from skill_assets.lib.training.training_queries import TrainingQuery
 
 
 def test_list_puts_ground_truth_then_skip_partners_then_padding_without_repeats():
@@ -8,9 +9,10 @@ def test_list_puts_ground_truth_then_skip_partners_then_padding_without_repeats(
     assert lst.labels == (3, 3, 1, 0, 0, 0, 0, 0, 0, 0)
 
 
-def _query(qid: str, direction: str, k: int, partners: list[str], skills: list[str] | None = None) -> dict:
-    return {"query_id": qid, "direction": direction, "k": k, "skip_partners": partners,
-            "skill_ids": skills or [f"gt-{qid}"]}
+def _query(qid: str, direction: str, k: int, partners: list[str], skills: list[str] | None = None
+           ) -> TrainingQuery:
+    return TrainingQuery(qid, f"request {qid}", tuple(skills or [f"gt-{qid}"]), tuple(partners), direction=direction,
+                         k=k)
 
 
 def test_shuffled_control_swaps_partners_only_within_direction_and_k():
@@ -21,10 +23,10 @@ def test_shuffled_control_swaps_partners_only_within_direction_and_k():
     for seed in range(5):
         out = shuffled_skip_partners(queries, seed)
         for group in ("a", "b", "c"):
-            members = [q for q in queries if q["query_id"].startswith(group)]
-            got = [out[q["query_id"]] for q in members]
-            assert sorted(map(tuple, got)) == sorted(tuple(q["skip_partners"]) for q in members)  # a permutation
-            assert all(out[q["query_id"]] != q["skip_partners"] for q in members)  # nobody keeps its own
+            members = [q for q in queries if q.id.startswith(group)]
+            got = [out[q.id] for q in members]
+            assert sorted(map(tuple, got)) == sorted(q.skip_partners for q in members)  # a permutation
+            assert all(tuple(out[q.id]) != q.skip_partners for q in members)  # nobody keeps its own
         assert out["lonely"] == []  # no matched donor
 
 

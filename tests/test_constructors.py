@@ -16,10 +16,6 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 PACKAGE = REPO / "skill_assets"
 MOST_ARGUMENTS = 8
-#: classes still over the bound, each by its path and name
-KNOWN = {
-    "skill_assets/lib/retrieval/pool_index.py:PoolIndex",  # issue 35: being split
-}
 
 
 def _is_dataclass(node: ast.ClassDef) -> bool:
@@ -63,8 +59,7 @@ def wide_constructors(path: Path) -> dict[str, int]:
 
 def test_no_class_takes_more_than_eight_arguments():
     found = {name: width for path in sorted(PACKAGE.rglob("*.py")) for name, width in wide_constructors(path).items()}
-    assert {name: width for name, width in found.items() if name not in KNOWN} == {}
-    assert KNOWN <= set(found), "a known exception is within the bound now: take it off KNOWN"
+    assert found == {}
 
 
 @pytest.mark.parametrize(("source", "width"), [

@@ -126,8 +126,7 @@ class IndexBuilder:
             self._generation += 1
             generation = self._generation
         values = self._lexical_values_of(skills)
-        pool = PoolIndex(tuple(skills), ids, {sid: i for i, sid in enumerate(ids)},
-                         np.array([v.zh for v in values], dtype=bool), [v.key for v in values])
+        pool = PoolIndex(tuple(skills), np.array([v.zh for v in values], dtype=bool), [v.key for v in values])
         if "bm25" not in self.signals:
             encoders = "now"
         else:

@@ -27,17 +27,25 @@ class PoolIndex:
 
     ``lexical`` is there once BM25 is built (when the engine has the signal), ``dense`` and ``multilingual``
     once the encoders are done; ``copy_keys`` (each skill's lexical document digest) is how the lexical
-    phase's cut recognises copies before any cosine exists."""
+    phase's cut recognises copies before any cosine exists. ``ids`` and ``row_of`` follow from ``skills`` (made
+    here, so no caller can hand over a look-up that disagrees with the pool), and ``derived`` starts empty with
+    each published index."""
 
     skills: tuple[Skill, ...]
-    ids: list[str]
-    row_of: dict[str, int]
     skill_zh: np.ndarray
     copy_keys: list[str]
     lexical: LexicalIndex | None = None
     dense: np.ndarray | None = None                 # (n, d) unit rows
     multilingual: MultilingualIndex | None = None
-    derived: dict = field(default_factory=dict, compare=False)  # per-pool values computed on first use
+    ids: list[str] = field(init=False)
+    row_of: dict[str, int] = field(init=False, compare=False)
+    derived: dict = field(init=False, compare=False)  # per-pool values computed on first use
+
+    def __post_init__(self) -> None:
+        ids = [s.id for s in self.skills]
+        object.__setattr__(self, "ids", ids)
+        object.__setattr__(self, "row_of", {sid: i for i, sid in enumerate(ids)})
+        object.__setattr__(self, "derived", {})
 
     def skill(self, sid: str) -> Skill | None:
         """The skill ``sid`` names in this pool, if any: one look-up, where ``Engine.skill_by_id`` builds a dict of the

@@ -22,8 +22,7 @@ A second reader then went over the requests (``review.jsonl``: ``id``, ``verdict
 ``why``). A request the reader ``disputed`` (a corpus skill, named in ``serving``, serves it) is left out of
 ``requests.jsonl``: the deal is computed over every written request first and the disputed ones are dropped after,
 so leaving one out never moves another request's split (a dropped request's place is not refilled). The counts
-section says how many were left out and which. A request no reader has read yet is kept as its writer labelled it and
-counted as not yet read; ``AWAITING_SECOND_READING`` names the writers whose files are still waiting for theirs.
+section says how many were left out and which.
 """
 from __future__ import annotations
 
@@ -47,7 +46,6 @@ REVIEW = NO_FIT_DIR / "review.jsonl"
 REVIEW_FIELDS = ("id", "verdict", "reader_kind", "serving", "why")
 VERDICTS = ("agreed", "disputed")
 COUNTS_MARK = "## Counts"
-AWAITING_SECOND_READING = ("n3",)  # writers whose requests no second reader has read yet (kept, counted as unread)
 
 
 def check(rows: list[dict]) -> None:
@@ -125,8 +123,6 @@ def build(rows: list[dict], review: Sequence[dict] = ()) -> tuple[list[dict], st
     disputed = {r["id"] for r in review if r["verdict"] == "disputed"}
     dealt = {r["id"]: (r["split"], r["writer"]) for r in out}
     left_out = [r for r in out if r["id"] in disputed]
-    read = {r["id"] for r in review}
-    unread = Counter(r["writer"] for r in out if r["id"] not in read)
     out = [r for r in out if r["id"] not in disputed]
     by = Counter((r["kind"], r["lang"], r["split"]) for r in out)
     lines = [COUNTS_MARK, "", "_Written by `bench/no_fit_set.py`._", "",
@@ -137,17 +133,15 @@ def build(rows: list[dict], review: Sequence[dict] = ()) -> tuple[list[dict], st
             lines.append(f"| {kind} | {lang} | {' | '.join(map(str, row))} | {sum(row)} |")
     splits = Counter(r["split"] for r in out)
     lines += [f"| all | | {' | '.join(str(splits[s]) for s in TARGETS)} | {len(out)} |", ""]
-    lines += review_section(review, dealt, left_out, unread)
+    lines += review_section(review, dealt, left_out)
     summary = {"requests": len(out), "splits": dict(splits), "kinds": dict(Counter(r["kind"] for r in out)),
-               "disputed_left_out": len(left_out), "not_yet_read": sum(unread.values())}
+               "disputed_left_out": len(left_out)}
     return out, "\n".join(lines), summary
 
 
-def review_section(review: Sequence[dict], dealt: dict[str, tuple[str, str]], left_out: list[dict],
-                   unread: Counter = Counter()) -> list[str]:
+def review_section(review: Sequence[dict], dealt: dict[str, tuple[str, str]], left_out: list[dict]) -> list[str]:
     """The card's lines on the second reading: requests read and their verdicts by the split each was dealt and by
-    writer (out of how many there are), the disputed requests left out of ``requests.jsonl`` and the requests not yet
-    read (kept, by writer)."""
+    writer (out of how many there are), and the disputed requests left out of ``requests.jsonl``."""
     if not review:
         return ["No request has been read by a second reader yet (`review.jsonl`).", ""]
     by = Counter((*dealt[r["id"]], r["verdict"]) for r in review)
@@ -162,12 +156,7 @@ def review_section(review: Sequence[dict], dealt: dict[str, tuple[str, str]], le
     lines.append(f"| all | | {len(review)} | {sum(r['verdict'] == 'agreed' for r in review)} | "
                  f"{sum(r['verdict'] == 'disputed' for r in review)} | {len(dealt)} |")
     ids = ", ".join(f"{r['id']} ({r['split']})" for r in left_out) or "none"
-    lines += ["", f"Left out of `requests.jsonl` as disputed: {len(left_out)} ({ids})."]
-    if unread:
-        by_writer = ", ".join(f"{w}: {n}" for w, n in sorted(unread.items()))
-        lines += ["", f"Not yet read by a second reader, kept in `requests.jsonl` as written: {sum(unread.values())} "
-                      f"({by_writer})."]
-    return lines + [""]
+    return lines + ["", f"Left out of `requests.jsonl` as disputed: {len(left_out)} ({ids}).", ""]
 
 
 def main() -> int:

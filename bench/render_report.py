@@ -66,6 +66,8 @@ def synthetic_report(workdir: Path) -> Path:
     from skill_assets.defs.resources import DuckDBStore, default_resources
     from skill_assets.lib.common.store import replace_table
     from skill_assets.lib.common.tables import frame
+    from skill_assets.lib.core.runs import Qrels, Run
+    from skill_assets.lib.core.skill_groups import singleton_groups
     from skill_assets.lib.evaluation.metric_tables import metric_rows, query_slices
 
     rng = np.random.default_rng(0)
@@ -76,17 +78,20 @@ def synthetic_report(workdir: Path) -> Path:
     truth = [set(rng.choice(skills, q["k"], replace=False)) for q in queries]
     skill_of = {"bm25": 0.15, "embedder:base": 0.35, "embedder:r3": 0.6, "embedder:r3-skip-neg": 0.55,
                 "reranker:r3": 0.7, "reranker:r3-noskip": 0.62, "reranker:r3-shuffled-skip": 0.58}
-    rankings = {}
+    qids = [q["query_id"] for q in queries]
+    runs = {}
     for system, strength in skill_of.items():  # ground truth lifted towards the top with probability `strength`
-        rankings[system] = []
+        rankings = []
         for rel in truth:
             others = [s for s in rng.permutation(skills) if s not in rel][:50]
             for s in rel:
                 others.insert(int(rng.integers(0, 3) if rng.random() < strength else rng.integers(3, 50)), s)
-            rankings[system].append(others[:50])
+            rankings.append([(s, -float(r)) for r, s in enumerate(others[:50])])
+        runs[system] = Run.of(qids, rankings)
     slices = query_slices(queries, ("direction", "k"))
+    qrels = Qrels.of(qids, [singleton_groups(sorted(rel)) for rel in truth])
     rows = [{**r, "split": "test", "data_version": "synthetic", "code_version": "render_report",
-             "model_version": "synthetic"} for r in metric_rows(rankings, truth, slices)]
+             "model_version": "synthetic"} for r in metric_rows(runs, qrels, slices)]
     db = workdir / "store.duckdb"
     replace_table(db, "benchmark_metrics", frame("benchmark_metrics", rows))
     replace_table(db, "benchmark_queries", frame("benchmark_queries", queries))

@@ -34,6 +34,8 @@ from skill_assets.lib.models import model_registry as registry  # noqa: E402
 from skill_assets.lib.models.bundled_models import bundled_minilm  # noqa: E402
 from skill_assets.lib.models.encoder_backends import BACKENDS  # noqa: E402
 from skill_assets.lib.core.metrics import per_query_metrics  # noqa: E402
+from skill_assets.lib.core.runs import Qrels, Run  # noqa: E402
+from skill_assets.lib.core.skill_groups import singleton_groups  # noqa: E402
 from skill_assets.lib.retrieval.fusion_training import load_router_model  # noqa: E402
 from skill_assets.lib.retrieval.pools import Skill  # noqa: E402
 from skill_assets.lib.retrieval.signals import SIGNALS  # noqa: E402
@@ -132,10 +134,13 @@ def main(argv: list[str] | None = None) -> int:
     rng = np.random.default_rng(args.seed)
     ids = np.array([s.id for s in pool], dtype=object)
     n_q = args.metrics_queries
-    rankings = [ids[rng.choice(len(ids), 50, replace=False)].tolist() for _ in range(n_q)]
-    relevant = [set(ids[rng.choice(len(ids), int(rng.integers(1, 4)), replace=False)].tolist()) for _ in range(n_q)]
+    qids = [f"q{i}" for i in range(n_q)]
+    run = Run.of(qids, [[(sid, -float(r)) for r, sid in enumerate(ids[rng.choice(len(ids), 50, replace=False)])]
+                        for _ in range(n_q)])
+    qrels = Qrels.of(qids, [singleton_groups(ids[rng.choice(len(ids), int(rng.integers(1, 4)), replace=False)])
+                            for _ in range(n_q)])
     t = time.perf_counter()
-    per_query_metrics(rankings, relevant)
+    per_query_metrics(run, qrels)
     metrics_s = time.perf_counter() - t
     stderr_log(f"per_query_metrics: {n_q} queries x depth 50 over {len(pool)} skills in {metrics_s:.2f}s")
 

@@ -12,6 +12,7 @@ from skill_assets.defs.metadata import table_metadata
 from skill_assets.defs.resources import DUCKDB_WRITER_TAG, DuckDBStore, ModelSettings
 from skill_assets.lib.models import model_registry as registry
 from skill_assets.lib.common.provenance import code_version, release_version
+from skill_assets.lib.core.runs import Qrels, Ranking, Run, scored
 from skill_assets.lib.core.skill_groups import singleton_groups
 from skill_assets.lib.common.tables import frame
 from skill_assets.lib.evaluation.metric_tables import metric_rows, query_slices, run_rows
@@ -121,14 +122,13 @@ def benchmark_metrics(store: DuckDBStore):
     queries = {q["query_id"]: q for q in queries_df.to_dicts()}
     data_version, code = release_version(queries_df), code_version()
     rows = []
-    for split, rankings, versions in runs_by_system(store, "retrieval_runs", "split"):
-        qids = sorted({qid for by_query in rankings.values() for qid in by_query})
+    for split, runs in runs_by_system(store, "retrieval_runs", "split"):
+        qids = sorted({qid for run in runs.values() for qid in run.rankings})
         split_queries = [queries[q] for q in qids]
-        for row in metric_rows({s: [by_query.get(q, []) for q in qids] for s, by_query in rankings.items()},
-                               [singleton_groups(q["skill_ids"]) for q in split_queries],
+        for row in metric_rows(runs, Qrels.of(qids, [singleton_groups(q["skill_ids"]) for q in split_queries]),
                                query_slices(split_queries, ("direction", "k"))):
             rows.append({**row, "split": split, "data_version": data_version, "code_version": code,
-                         "model_version": versions[row["system"]]})
+                         "model_version": runs[row["system"]].version})
     df = frame("benchmark_metrics", rows)
     store.write("benchmark_metrics", df)
     return dg.MaterializeResult(metadata=table_metadata("benchmark_metrics", df, data_version=data_version,
@@ -136,18 +136,18 @@ def benchmark_metrics(store: DuckDBStore):
 
 
 def runs_by_system(store: DuckDBStore, table: str, group: str, where: str = "", params: list | None = None):
-    """Per value of ``group``: ({system: {query_id: ranking}}, {system: model_version}) from a runs table."""
-    runs = store.query(f"SELECT {group}, system, query_id, list(skill_id ORDER BY rank) AS ranking, "
-                       f"any_value(model_version) AS model_version FROM {table} {where} GROUP BY ALL "
-                       f"ORDER BY ALL", params).to_dicts()
-    for value in sorted({r[group] for r in runs}):
-        rankings: dict[str, dict[str, list[str]]] = {}
+    """Per value of ``group``: ``{system: Run}`` from a runs table (its rows become runs here, and only here)."""
+    rows = store.query(f"SELECT {group}, system, query_id, list(skill_id ORDER BY rank) AS ranking, "
+                       f"list(score ORDER BY rank) AS scores, any_value(model_version) AS model_version "
+                       f"FROM {table} {where} GROUP BY ALL ORDER BY ALL", params).to_dicts()
+    for value in sorted({r[group] for r in rows}):
+        rankings: dict[str, dict[str, Ranking]] = {}
         versions: dict[str, str] = {}
-        for r in runs:
+        for r in rows:
             if r[group] == value:
-                rankings.setdefault(r["system"], {})[r["query_id"]] = r["ranking"]
+                rankings.setdefault(r["system"], {})[r["query_id"]] = scored(r["ranking"], r["scores"])
                 versions[r["system"]] = r["model_version"]
-        yield value, rankings, versions
+        yield value, {system: Run(by_query, versions[system]) for system, by_query in rankings.items()}
 
 
 @dg.asset(group_name=GROUP, kinds={"duckdb"},

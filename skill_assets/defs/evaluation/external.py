@@ -13,6 +13,7 @@ from skill_assets.defs.resources import DUCKDB_WRITER_TAG, DuckDBStore, ModelSet
 from skill_assets.lib.common import store as store_lib
 from skill_assets.lib.common.provenance import code_version
 from skill_assets.lib.common.tables import frame
+from skill_assets.lib.core.runs import Qrels
 from skill_assets.lib.evaluation.external_benchmarks import BenchmarkFormatError, load_benchmark
 from skill_assets.lib.evaluation.metric_tables import metric_rows, query_slices, run_rows
 from skill_assets.lib.retrieval.store_skills import store_skills
@@ -93,13 +94,12 @@ def external_metrics(context: dg.AssetExecutionContext, store: DuckDBStore):
         "SELECT * FROM external_queries WHERE benchmark = ? AND evaluated", [name]).to_dicts()}
     data_version = next(iter(queries.values()))["data_version"] if queries else None
     code, rows = code_version(), []
-    for _, rankings, versions in runs_by_system(store, "external_runs", "benchmark", "WHERE benchmark = ?", [name]):
+    for _, runs in runs_by_system(store, "external_runs", "benchmark", "WHERE benchmark = ?", [name]):
         qids = sorted(queries)
-        for row in metric_rows({s: [by_query.get(q, []) for q in qids] for s, by_query in rankings.items()},
-                               [tuple(map(tuple, queries[q]["skill_groups"])) for q in qids],
-                               query_slices([queries[q] for q in qids], ("k", "direction"))):
+        qrels = Qrels.of(qids, [tuple(map(tuple, queries[q]["skill_groups"])) for q in qids])
+        for row in metric_rows(runs, qrels, query_slices([queries[q] for q in qids], ("k", "direction"))):
             rows.append({**row, "benchmark": name, "data_version": data_version, "code_version": code,
-                         "model_version": versions[row["system"]]})
+                         "model_version": runs[row["system"]].version})
     df = _write(store, "external_metrics", name, rows)
     headline = {f"{r['system']}/{r['metric']}": round(r["value"], 4) for r in rows
                 if r["slice"] == "all" and r["metric"] in ("hit@1", "ndcg@10")}

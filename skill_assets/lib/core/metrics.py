@@ -1,7 +1,9 @@
-"""Routing metrics over ranked lists, vectorised over queries.
+"""Routing metrics of a ``Run`` against ``Qrels``, vectorised over requests.
 
-For a query with ground-truth set S* (|S*| = m) and a ranking, with ``hits`` the 0/1 matrix
-(queries × ranks) marking ground-truth skills:
+Each request's ranking is first collapsed onto its ground-truth groups (``skill_groups``: a member
+stands for its group, later copies are dropped), so S* below is the request's groups. For a query with
+ground-truth set S* (|S*| = m) and a ranking, with ``hits`` the 0/1 matrix (queries × ranks) marking
+ground-truth skills:
 - ``hit@1``: a ground-truth skill at rank 1;
 - ``mrr@10``: reciprocal rank of the first ground-truth skill within 10, else 0;
 - ``ndcg@K``: binary gains, log2(rank + 1) discount, ideal = all of S* first;
@@ -13,6 +15,9 @@ For a query with ground-truth set S* (|S*| = m) and a ranking, with ``hits`` the
 from __future__ import annotations
 
 import numpy as np
+
+from skill_assets.lib.core.runs import Qrels, Run
+from skill_assets.lib.core.skill_groups import collapse_ranking, group_labels
 
 DEFAULT_KS = (5, 10, 15, 20, 50)
 
@@ -26,9 +31,11 @@ def hit_matrix(rankings: list[list[str]], relevant: list[set[str]], depth: int) 
     return hits
 
 
-def per_query_metrics(rankings: list[list[str]], relevant: list[set[str]], ks: tuple[int, ...] = DEFAULT_KS
-                      ) -> dict[str, np.ndarray]:
-    """Each metric as an array over queries (for averages, breakdowns and paired tests)."""
+def per_query_metrics(run: Run, qrels: Qrels, ks: tuple[int, ...] = DEFAULT_KS) -> dict[str, np.ndarray]:
+    """Each metric as an array over ``qrels``' requests, in their order (for averages, breakdowns and paired
+    tests); a request ``run`` does not rank scores zero."""
+    rankings = [collapse_ranking(run.ids(q), groups) for q, groups in qrels.groups.items()]
+    relevant = [group_labels(groups) for groups in qrels.groups.values()]
     if any(not r for r in relevant):
         raise ValueError("every query needs at least one ground-truth skill")
     depth = max(max(ks), 10)
@@ -56,3 +63,8 @@ def per_query_metrics(rankings: list[list[str]], relevant: list[set[str]], ks: t
 def mean_metrics(per_query: dict[str, np.ndarray]) -> dict[str, float]:
     """Averages; set_compat over multi-skill queries only (NaN when there are none)."""
     return {name: (float(np.nanmean(v)) if np.isfinite(v).any() else float("nan")) for name, v in per_query.items()}
+
+
+def run_means(run: Run, qrels: Qrels, ks: tuple[int, ...] = DEFAULT_KS) -> dict[str, float]:
+    """``mean_metrics`` of ``run`` against ``qrels``."""
+    return mean_metrics(per_query_metrics(run, qrels, ks))

@@ -40,12 +40,6 @@ def collapse_ranking(ranking: Sequence[str], groups: Groups) -> list[str]:
     return out
 
 
-def collapse_rankings(rankings: Sequence[Sequence[str]], groups: Sequence[Groups]
-                      ) -> tuple[list[list[str]], list[set[str]]]:
-    """(collapsed rankings, relevant labels) for per-query metrics, query by query."""
-    return ([collapse_ranking(r, g) for r, g in zip(rankings, groups)], [group_labels(g) for g in groups])
-
-
 def with_identical_copies(groups: Groups, document_key: Mapping[str, Hashable]) -> Groups:
     """Each group extended by every pool skill whose document is identical to one of its members.
 

@@ -11,9 +11,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from skill_assets.lib.core.metrics import mean_metrics, per_query_metrics
 from skill_assets.lib.common.significance import bootstrap_interval, paired_bootstrap
-from skill_assets.lib.core.skill_groups import Groups, collapse_rankings
+from skill_assets.lib.core.metrics import mean_metrics, per_query_metrics
+from skill_assets.lib.core.runs import Qrels, Run
 from skill_assets.lib.retrieval.systems import SystemRun
 
 BASE_SYSTEM = "embedder:base"
@@ -37,21 +37,18 @@ def query_slices(queries: Sequence[dict], fields: Sequence[str]) -> dict[str, np
     return slices
 
 
-def metric_rows(rankings: dict[str, list[list[str]]], truth: Sequence[Groups], slices: dict[str, np.ndarray],
+def metric_rows(runs: dict[str, Run], qrels: Qrels, slices: dict[str, np.ndarray],
                 base_system: str = BASE_SYSTEM) -> list[dict]:
     """Mean of every metric per system and slice, its 95% bootstrap interval, and the paired-bootstrap
     difference to ``base_system``.
 
-    All rankings are over the same queries, in the order of ``truth`` (each query's ground truth
-    as groups of interchangeable skills; ``singleton_groups`` where a benchmark names no copies);
-    rankings are collapsed onto the groups first (``skill_groups``). A query a system did not
-    answer has an empty ranking (and scores zero). Rows: system, slice, metric, value, ci_low,
-    ci_high, n_queries, delta_vs_base, p_value_vs_base.
+    Every system's run is scored against ``qrels`` (each query's ground truth as groups of
+    interchangeable skills; ``singleton_groups`` where a benchmark names no copies), over the qrels'
+    queries in their order, which ``slices`` mask; rankings are collapsed onto the groups first
+    (``skill_groups``). A query a system did not answer scores zero. Rows: system, slice, metric,
+    value, ci_low, ci_high, n_queries, delta_vs_base, p_value_vs_base.
     """
-    per_query = {}
-    for system, ranked in rankings.items():
-        collapsed, relevant = collapse_rankings(ranked, truth)
-        per_query[system] = per_query_metrics(collapsed, relevant)
+    per_query = {system: per_query_metrics(run, qrels) for system, run in runs.items()}
     base = per_query.get(base_system)
     rows = []
     for system in sorted(per_query):

@@ -9,7 +9,8 @@ from collections.abc import Callable, Sequence
 
 from skill_assets.lib.retrieval.fusion import Candidates, FusionModel, candidates
 from skill_assets.lib.retrieval.pool_index import PoolIndex
-from skill_assets.lib.retrieval.ranking import Ranking, top_k_rankings
+from skill_assets.lib.core.runs import Ranking
+from skill_assets.lib.retrieval.ranking import top_k_rankings
 from skill_assets.lib.retrieval.results import Fused, RankedSkill, RoutedRequest
 from skill_assets.lib.retrieval.selection import SelectionCut
 

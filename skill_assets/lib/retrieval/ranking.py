@@ -1,7 +1,7 @@
 """Rankings, the currency every system, metric table and bench reads: exact top-k, reranking, RRF.
 
-A ``Ranking`` is one query's ``[(skill_id, score), ...]`` best first; a *run* is one ranking per
-query (``systems.SystemRun``). Top-k is written once here (``top_rows``), and everything that
+A ``Ranking`` (``lib.core.runs``) is one query's ``[(skill_id, score), ...]`` best first; a ``Run`` is
+one ranking per request id. Top-k is written once here (``top_rows``), and everything that
 selects a head of a score vector (the signals' runs, the fusion's candidates, the training miners)
 goes through it, so ties break the same way everywhere: pool order.
 """
@@ -11,7 +11,8 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-Ranking = list[tuple[str, float]]
+from skill_assets.lib.core.runs import Ranking
+
 #: reciprocal-rank fusion's constant (Cormack et al. 2009)
 RRF_K = 60
 

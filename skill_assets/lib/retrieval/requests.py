@@ -19,7 +19,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from skill_assets.lib.core.metrics import mean_metrics, per_query_metrics
-from skill_assets.lib.core.skill_groups import Groups, collapse_rankings
+from skill_assets.lib.core.runs import Qrels, Ranking, Run
+from skill_assets.lib.core.skill_groups import Groups
 
 
 @dataclass(frozen=True)
@@ -93,9 +94,19 @@ def from_benchmark_queries(rows: Sequence[dict]) -> list[Request]:
             for r in rows]
 
 
+def qrels(requests: Sequence[Request]) -> Qrels:
+    """The requests' ground truth: each request's groups, by its id."""
+    return Qrels.of([r.id for r in requests], [r.groups for r in requests])
+
+
+def run_of(requests: Sequence[Request], rankings: Sequence[Ranking], version: str = "") -> Run:
+    """The run of ``rankings``, one per request, in the requests' order."""
+    return Run.of([r.id for r in requests], rankings, version)
+
+
 def group_metrics(rankings: Sequence[Sequence[str]], requests: Sequence[Request]) -> dict[str, np.ndarray]:
     """Per-request metrics (``per_query_metrics``) with ground-truth groups as the relevant units."""
-    return per_query_metrics(*collapse_rankings(rankings, [q.groups for q in requests]))
+    return per_query_metrics(run_of(requests, [[(sid, 0.0) for sid in r] for r in rankings]), qrels(requests))
 
 
 def mean_group_metrics(rankings: Sequence[Sequence[str]], requests: Sequence[Request]) -> dict[str, float]:

@@ -16,7 +16,8 @@ from skill_assets.lib.common.hashing import digest
 from skill_assets.lib.models.scorer_backends import ScorerChoice, choose_scorer
 from skill_assets.lib.core.skill_text import QUERY_CHARS
 from skill_assets.lib.retrieval.dense import device
-from skill_assets.lib.retrieval.ranking import Ranking, rerank
+from skill_assets.lib.core.runs import Ranking
+from skill_assets.lib.retrieval.ranking import rerank
 
 RERANKER_MAX_SEQ = 256   # what the cross-encoders are trained with
 PROBE_PAIRS = 64

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from skill_assets.lib.retrieval.fusion import Candidates
-from skill_assets.lib.retrieval.ranking import Ranking
+from skill_assets.lib.core.runs import Ranking
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,8 @@ from skill_assets.lib.retrieval.answering import fused_rankings
 from skill_assets.lib.retrieval.dense import DenseIndex
 from skill_assets.lib.retrieval.engine import Engine
 from skill_assets.lib.retrieval.fusion import MODEL_FILE, FusionModel
-from skill_assets.lib.retrieval.ranking import Ranking, rrf, top_k_rankings
+from skill_assets.lib.core.runs import Ranking
+from skill_assets.lib.retrieval.ranking import rrf, top_k_rankings
 from skill_assets.lib.retrieval.reranking import Reranker
 from skill_assets.lib.retrieval.signals import SIGNALS, dense_document
 

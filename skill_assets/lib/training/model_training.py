@@ -23,8 +23,8 @@ from pathlib import Path
 import numpy as np
 
 from skill_assets.lib.common.hashing import digest
-from skill_assets.lib.core.metrics import mean_metrics, per_query_metrics
-from skill_assets.lib.core.skill_groups import collapse_rankings
+from skill_assets.lib.core.metrics import run_means
+from skill_assets.lib.core.runs import Qrels, Ranking, Run
 from skill_assets.lib.core.skill_text import ENCODER_CAPS, RERANKER_CAPS, TextCaps, skill_document
 from skill_assets.lib.retrieval.lexical import LexicalIndex
 from skill_assets.lib.retrieval.pools import Skill
@@ -117,11 +117,11 @@ def dev_slice(queries: list[TrainingQuery], fraction: float, seed: int
     return [q for q in queries if q.id not in held], [q for q in queries if q.id in held]
 
 
-def _ndcg10(rankings: list[list[str]], queries: list[TrainingQuery]) -> float:
+def _ndcg10(rankings: list[Ranking], queries: list[TrainingQuery]) -> float:
     """Held-out NDCG@10; a query that names copies (``groups``, the curated dev split) is scored on its
     groups, as the evaluation stage scores it."""
-    collapsed, relevant = collapse_rankings(rankings, [q.scored_groups for q in queries])
-    return mean_metrics(per_query_metrics(collapsed, relevant, (10,)))["ndcg@10"]
+    ids = [q.id for q in queries]
+    return run_means(Run.of(ids, rankings), Qrels.of(ids, [q.scored_groups for q in queries]), (10,))["ndcg@10"]
 
 
 RERANK_DEPTH = 20  # the first-stage candidates a reranker rescores (both papers)
@@ -148,7 +148,7 @@ def first_stage_rankings(first_stage, skills: Sequence[Skill], queries: list[Tra
 def embedder_ndcg10(model, skills: Sequence[Skill], queries: list[TrainingQuery], query_prompt: str = "") -> float:
     """NDCG@10 of a bi-encoder retrieving the queries' ground truth from ``skills``."""
     runs = first_stage_rankings(model, skills, queries, query_prompt, 10)
-    return _ndcg10([[sid for sid, _ in r] for r in runs], queries)
+    return _ndcg10(runs, queries)
 
 
 def _selection_card(outcome, dev: list[TrainingQuery]) -> dict:
@@ -297,7 +297,7 @@ def reranker_ndcg10(model, queries: list[TrainingQuery], first_stage: list, skil
     """NDCG@10 of a cross-encoder rescoring each query's first-stage candidates."""
     runs = rerank([q.query for q in queries], first_stage, skill_text,
                   lambda pairs: model.predict(pairs, show_progress_bar=False), RERANK_DEPTH)
-    return _ndcg10([[sid for sid, _ in r] for r in runs], queries)
+    return _ndcg10(runs, queries)
 
 
 def train_reranker(variant: RerankerVariant, queries: list[TrainingQuery], skills: Sequence[Skill], base_model: str,

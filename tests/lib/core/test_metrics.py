@@ -4,6 +4,8 @@ import numpy as np
 import pytest
 
 from skill_assets.lib.core.metrics import DEFAULT_KS, hit_matrix, mean_metrics, per_query_metrics
+from skill_assets.lib.core.runs import Qrels, Run
+from skill_assets.lib.core.skill_groups import singleton_groups
 
 L3, L5 = 1 / math.log2(3), 1 / math.log2(5)  # rank-2 and rank-4 discounts
 FILL = [f"n{i}" for i in range(20)]
@@ -23,9 +25,16 @@ RANKINGS = [
 RELEVANT = [{"a", "b", "c"}, {"a"}, {"a", "b"}, {"a", "b"}, {"a", "b", "c"}]
 
 
+def metrics_of(rankings, relevant, ks=DEFAULT_KS):
+    """``per_query_metrics`` of id lists (scored by rank) against sets of single skills, queries named by position."""
+    ids = [f"q{i}" for i in range(len(rankings))]
+    run = Run.of(ids, [[(sid, -float(r)) for r, sid in enumerate(ranking)] for ranking in rankings])
+    return per_query_metrics(run, Qrels.of(ids, [singleton_groups(sorted(rel)) for rel in relevant]), ks)
+
+
 @pytest.fixture(scope="module")
 def pq():
-    return per_query_metrics(RANKINGS, RELEVANT, ks=(2, 5))
+    return metrics_of(RANKINGS, RELEVANT, ks=(2, 5))
 
 
 def test_hit_matrix():
@@ -64,12 +73,12 @@ def test_mean_metrics(pq):
     assert means["hit@1"] == pytest.approx(3 / 5)
     assert means["set_compat"] == pytest.approx(1 / 4)  # over the four multi-skill queries only
     assert means["mrr@10"] == pytest.approx(3.5 / 5)
-    single = mean_metrics(per_query_metrics([["a"]], [{"a"}], ks=(5,)))
+    single = mean_metrics(metrics_of([["a"]], [{"a"}], ks=(5,)))
     assert math.isnan(single["set_compat"]) and single["hit@1"] == 1.0
 
 
 def test_default_ks_keys():
-    out = per_query_metrics([["a"]], [{"a"}])
+    out = metrics_of([["a"]], [{"a"}])
     for k in DEFAULT_KS:
         for name in ("ndcg", "recall", "fc", "comp"):
             assert f"{name}@{k}" in out
@@ -77,7 +86,7 @@ def test_default_ks_keys():
 
 
 def test_rankings_shorter_than_depth_and_k():
-    out = per_query_metrics([["x", "a"]], [{"a", "b"}], ks=(10,))
+    out = metrics_of([["x", "a"]], [{"a", "b"}], ks=(10,))
     assert out["recall@10"][0] == pytest.approx(0.5)
     assert out["ndcg@10"][0] == pytest.approx(L3 / (1 + L3))
 
@@ -104,7 +113,7 @@ def test_cross_check_against_ranx():
         qrels = np.array([[float(i), 1.0] for i in sorted(rel_idx)])
         run = np.array([[float(i), float(100 - r)] for r, i in enumerate(order)])
         ranx_pairs.append((qrels, run))
-    ours = per_query_metrics(rankings, relevant, ks=(5, 10, 20))
+    ours = metrics_of(rankings, relevant, ks=(5, 10, 20))
     theirs = {
         "ndcg@10": [_ndcg(q, r, 10, 1, True) for q, r in ranx_pairs],
         "ndcg@5": [_ndcg(q, r, 5, 1, True) for q, r in ranx_pairs],
@@ -118,3 +127,16 @@ def test_cross_check_against_ranx():
     assert 0 < ((ours["ndcg@10"] > 0) & (ours["ndcg@10"] < 1)).sum()
     for name, values in theirs.items():
         np.testing.assert_allclose(ours[name], values, atol=1e-9, err_msg=name)
+
+
+def test_a_request_the_run_does_not_rank_scores_zero_and_qrels_order_the_requests():
+    run = Run({"q2": [("a", 1.0)], "extra": [("a", 1.0)]})
+    out = per_query_metrics(run, Qrels({"q1": (("a",),), "q2": (("a",),)}), ks=(5,))
+    assert out["hit@1"].tolist() == [0.0, 1.0] and out["ndcg@5"].tolist() == [0.0, 1.0]
+
+
+def test_request_ids_are_given_once():
+    with pytest.raises(ValueError, match="more than once"):
+        Run.of(["q1", "q1"], [[], []])
+    with pytest.raises(ValueError, match="request ids for"):
+        Qrels.of(["q1"], [])

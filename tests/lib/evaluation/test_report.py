@@ -5,6 +5,7 @@ import numpy as np
 import polars as pl
 import pytest
 
+from skill_assets.lib.core.runs import Qrels, Run
 from skill_assets.lib.core.skill_groups import singleton_groups
 from skill_assets.lib.evaluation.metric_tables import metric_rows
 from skill_assets.lib.evaluation.report import (
@@ -33,11 +34,12 @@ def _metrics(n_queries: int = 20) -> pl.DataFrame:
     rng = np.random.default_rng(0)
     docs = [f"d{i}" for i in range(60)]
     truth = [singleton_groups(rng.choice(docs, size=rng.integers(1, 4), replace=False)) for _ in range(n_queries)]
-    rankings = {system: [list(rng.permutation(docs)) for _ in truth]
-                for system in ("bm25", "embedder:base", "embedder:r3", "reranker:r3", "reranker:r3-noskip")}
+    ids = [f"q{i}" for i in range(n_queries)]
+    runs = {system: Run.of(ids, [[(d, 0.0) for d in rng.permutation(docs)] for _ in truth])
+            for system in ("bm25", "embedder:base", "embedder:r3", "reranker:r3", "reranker:r3-noskip")}
     slices = {"all": np.ones(n_queries, dtype=bool), "k=1": np.arange(n_queries) < n_queries // 2}
     return pl.DataFrame([{**row, "split": "test", "data_version": "d1", "code_version": "c1"}
-                         for row in metric_rows(rankings, truth, slices)])
+                         for row in metric_rows(runs, Qrels.of(ids, truth), slices)])
 
 
 def test_tables_plots_html_and_mteb():

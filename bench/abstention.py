@@ -27,7 +27,8 @@ from shared_corpus import CORPUS  # noqa: E402
 
 from skill_assets.lib.evaluation.curated_benchmark import load_requests  # noqa: E402
 from skill_assets.lib.retrieval.pools import load_pool  # noqa: E402
-from skill_assets.lib.retrieval.requests import Request, mean_group_metrics  # noqa: E402
+from skill_assets.lib.core.metrics import run_means  # noqa: E402
+from skill_assets.lib.retrieval.requests import Request, qrels, run_of  # noqa: E402
 from skill_assets.lib.retrieval.selection import set_scores  # noqa: E402
 from skill_assets.router.routing import Router, stderr_log  # noqa: E402
 from skill_assets.router.shipped_abstention import NO_FIT_KINDS, NoFitRequest, load_no_fit  # noqa: E402
@@ -60,10 +61,9 @@ def answerable_figures(router: Router, requests: list[Request]) -> dict:
         router.abstention = model
 
     def figures(routed) -> dict:
-        rankings = [[x.skill_id for x in r.ranking] for r in routed]
         f1 = [set_scores(r.selected, q.groups)[1] for r, q in zip(routed, requests)]
         return {"selected_set_f1": round(float(np.mean(f1)), 4),
-                "hit@1": round(mean_group_metrics(rankings, requests)["hit@1"], 4)}
+                "hit@1": round(run_means(run_of(requests, [r.pairs for r in routed]), qrels(requests))["hit@1"], 4)}
 
     on, off = figures(with_abstention), figures(without)
     return {"n": len(requests), "abstained": round(float(np.mean([not r.selected for r in with_abstention])), 3),

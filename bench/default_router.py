@@ -37,7 +37,9 @@ from skill_assets.lib.retrieval.fusion import fit  # noqa: E402
 from skill_assets.lib.retrieval.fusion_training import labels  # noqa: E402
 from skill_assets.lib.retrieval.pools import load_pool  # noqa: E402
 from skill_assets.lib.retrieval.ranking import top_k_rankings  # noqa: E402
-from skill_assets.lib.retrieval.requests import Request, group_metrics  # noqa: E402
+from skill_assets.lib.core.metrics import per_query_metrics  # noqa: E402
+from skill_assets.lib.core.runs import Ranking  # noqa: E402
+from skill_assets.lib.retrieval.requests import Request, qrels, run_of  # noqa: E402
 from skill_assets.lib.retrieval.systems import run_systems  # noqa: E402
 from skill_assets.router.routing import Router, stderr_log  # noqa: E402
 from skill_assets.router.shipped_router import CURATED_REQUESTS, STYLES_REQUESTS  # noqa: E402
@@ -46,8 +48,8 @@ MIN_FOLD = 15
 METRICS = ("hit@1", "ndcg@10")
 
 
-def scored(rankings: list[list[str]], requests: list[Request]) -> dict[str, float]:
-    per = group_metrics(rankings, requests)
+def scored(rankings: list[Ranking], requests: list[Request]) -> dict[str, float]:
+    per = per_query_metrics(run_of(requests, rankings), qrels(requests))
     return {m: round(float(np.nanmean(per[m])), 4) for m in METRICS}
 
 
@@ -58,8 +60,13 @@ def systems_on(router: Router, model, requests: list[Request]) -> dict[str, dict
         runs = run_systems(router, [r.query for r in requests], "base", top_k=50)
     finally:
         router.fusion = shipped
-    return {name: scored([[sid for sid, _ in r] for r in run.rankings], requests) for name, run in runs.items()
+    return {name: scored(run.rankings, requests) for name, run in runs.items()
             if name in ("bm25", "fusion") or name.startswith("rrf:")}
+
+
+def bm25_hit1(router: Router, requests: list[Request]) -> float:
+    rankings = top_k_rankings(router.signal_scores([q.query for q in requests])["bm25"], router.ids, 50)
+    return round(float(np.nanmean(per_query_metrics(run_of(requests, rankings), qrels(requests))["hit@1"])), 4)
 
 
 def verdict(systems: dict[str, dict[str, float]]) -> dict[str, bool]:
@@ -123,16 +130,13 @@ def main(argv: list[str] | None = None) -> int:
             user = Router.from_store(db_path=db, cache_dir=args.cache_dir, log=stderr_log)
             user.index(skills)
             routed = user.route([r.query for r in test], top_k=50)
-            rankings = [[x.skill_id for x in one.ranking] for one in routed]
-            per = group_metrics(rankings, test)
+            rankings = [one.pairs for one in routed]
+            per = per_query_metrics(run_of(test, rankings), qrels(test))
             by_dir = {d: round(float(np.nanmean(per["hit@1"][[r.direction == d for r in test]])), 4)
                       for d in ("en2en", "en2zh", "zh2en", "zh2zh")}
             out["test"][label] = {**scored(rankings, test), "hit@1_by_direction": by_dir,
-                                  "bm25_hit@1_by_direction": {d: round(float(np.nanmean(group_metrics(
-                                      [[sid for sid, _ in r] for r in top_k_rankings(
-                                          user.signal_scores([q.query for q in test if q.direction == d])["bm25"],
-                                          user.ids, 50)], [q for q in test if q.direction == d])["hit@1"])), 4)
-                                      for d in by_dir}}
+                                  "bm25_hit@1_by_direction": {d: bm25_hit1(user, [q for q in test if q.direction == d])
+                                                              for d in by_dir}}
     out["seconds"] = round(time.perf_counter() - t0, 1)
     write_section("default-router", table(out))
     print(json.dumps(out, ensure_ascii=False))

@@ -47,7 +47,9 @@ from skill_assets.lib.retrieval.engine import Engine  # noqa: E402
 from skill_assets.lib.retrieval.part_routing import CANDIDATES, route_by_parts  # noqa: E402
 from skill_assets.lib.retrieval.pools import load_pool  # noqa: E402
 from skill_assets.lib.retrieval.ranking import top_k_rankings  # noqa: E402
-from skill_assets.lib.retrieval.requests import Request, group_metrics  # noqa: E402
+from skill_assets.lib.core.metrics import per_query_metrics  # noqa: E402
+from skill_assets.lib.core.runs import Ranking  # noqa: E402
+from skill_assets.lib.retrieval.requests import Request, qrels, run_of  # noqa: E402
 from skill_assets.lib.retrieval.results import RoutedRequest  # noqa: E402
 from skill_assets.lib.retrieval.selection import (  # noqa: E402
     DEFAULT_CAP,
@@ -82,9 +84,9 @@ def short_dev_sets() -> dict[str, list[Request]]:
                                ("styles dev", STYLES_REQUESTS))}
 
 
-def bm25_rankings(engine: Engine, requests: list[Request]) -> list[list[str]]:
+def bm25_rankings(engine: Engine, requests: list[Request]) -> list[Ranking]:
     scores = engine.signal_scores([r.query for r in requests], signals=("bm25",))["bm25"]
-    return [[sid for sid, _ in ranking] for ranking in top_k_rankings(scores, engine.ids, TOP_K)]
+    return top_k_rankings(scores, engine.ids, TOP_K)
 
 
 def fuse_once(engine: Engine) -> None:
@@ -104,8 +106,8 @@ def fuse_once(engine: Engine) -> None:
     engine.fused = once
 
 
-def routed(routes: list[RoutedRequest]) -> list[list[str]]:
-    return [[x.skill_id for x in r.ranking] for r in routes]
+def routed(routes: list[RoutedRequest]) -> list[Ranking]:
+    return [r.pairs for r in routes]
 
 
 def part_routes(engine: Engine, requests: list[Request], whole: list[RoutedRequest], **settings
@@ -134,11 +136,12 @@ def selection_summary(routes: list[RoutedRequest], requests: list[Request]) -> d
             "f1": round(100 * float(f1_exact[:, 1].mean()), 1), "exact": round(100 * float(f1_exact[:, 0].mean()), 1)}
 
 
-def summary(rankings: list[list[str]], requests: list[Request], baseline: list[list[str]] | None = None) -> dict:
+def summary(rankings: list[Ranking], requests: list[Request], baseline: list[Ranking] | None = None) -> dict:
     """Means in % and, against ``baseline``, the paired difference with its 95 % bootstrap interval."""
-    values = group_metrics(rankings, requests)
+    truth = qrels(requests)
+    values = per_query_metrics(run_of(requests, rankings), truth)
     row: dict = {"n": len(requests)}
-    base = group_metrics(baseline, requests) if baseline is not None else None
+    base = per_query_metrics(run_of(requests, baseline), truth) if baseline is not None else None
     for m in METRICS:
         v = values[m]
         keep = np.isfinite(v)

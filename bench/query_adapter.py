@@ -43,7 +43,8 @@ from skill_assets.lib.retrieval.multilingual import CHUNK_CHARS, MultilingualInd
 from skill_assets.lib.retrieval.pools import load_pool  # noqa: E402
 from skill_assets.lib.retrieval.query_adapter import AdapterRecipe, QueryAdapter, TrainingRows, fit  # noqa: E402
 from skill_assets.lib.retrieval.ranking import top_k_rankings  # noqa: E402
-from skill_assets.lib.retrieval.requests import Request, group_metrics, require_in_pool  # noqa: E402
+from skill_assets.lib.core.metrics import per_query_metrics  # noqa: E402
+from skill_assets.lib.retrieval.requests import Request, qrels, require_in_pool, run_of  # noqa: E402
 from skill_assets.lib.retrieval.signals import multilingual_document  # noqa: E402
 from skill_assets.lib.training.losses import R3_SIBLING_WEIGHT, MultiPositiveInfoNCELoss  # noqa: E402
 from skill_assets.router.routing import stderr_log  # noqa: E402
@@ -75,8 +76,8 @@ class Queries:
         return best_piece(emb @ self.matrix.T, self.starts)
 
     def metrics(self, adapter: QueryAdapter | None) -> dict[str, np.ndarray]:
-        rankings = [[sid for sid, _ in r] for r in top_k_rankings(self.scores(adapter), self.ids, 10)]
-        out = group_metrics(rankings, self.requests)
+        run = run_of(self.requests, top_k_rankings(self.scores(adapter), self.ids, 10))
+        out = per_query_metrics(run, qrels(self.requests))
         return {m: out[m] for m in METRICS}
 
 

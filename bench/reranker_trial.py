@@ -46,7 +46,8 @@ from skill_assets.lib.retrieval.fusion_training import ranked  # noqa: E402
 from skill_assets.lib.retrieval.pools import load_pool  # noqa: E402
 from skill_assets.lib.models.tuned_layers import freeze_below  # noqa: E402
 from skill_assets.lib.retrieval.ranking import rerank  # noqa: E402
-from skill_assets.lib.retrieval.requests import group_metrics  # noqa: E402
+from skill_assets.lib.core.metrics import per_query_metrics  # noqa: E402
+from skill_assets.lib.retrieval.requests import qrels, run_of  # noqa: E402
 from skill_assets.lib.retrieval.reranking import QUERY_CHARS  # noqa: E402
 from skill_assets.lib.retrieval.signals import SIGNALS  # noqa: E402
 from skill_assets.lib.training.reranker_training import (  # noqa: E402
@@ -126,14 +127,14 @@ def main() -> int:
     if args.train_layers is not None:
         freeze_below(model, args.train_layers, ("pooler", "classifier"))
     loss = build_loss("listwise_ce")
-    fused_ndcg = group_metrics([[sid for sid, _ in h] for h in dev_heads], dev)["ndcg@10"]
+    fused_ndcg = per_query_metrics(run_of(dev, dev_heads), qrels(dev))["ndcg@10"]
     per_step: dict[int, np.ndarray] = {}
 
     def evaluate() -> float:
         runs = rerank([r.query[:QUERY_CHARS] for r in dev], dev_heads, texts,
                       lambda pairs: model.predict(pairs, batch_size=64, show_progress_bar=False), args.depth,
                       residual=args.residual)
-        values = group_metrics([[sid for sid, _ in run] for run in runs], dev)["ndcg@10"]
+        values = per_query_metrics(run_of(dev, runs), qrels(dev))["ndcg@10"]
         per_step[len(per_step)] = values
         return float(np.nanmean(values))
 

@@ -37,7 +37,8 @@ from skill_assets.lib.common.significance import paired_bootstrap  # noqa: E402
 from skill_assets.lib.evaluation.curated_benchmark import load_requests  # noqa: E402
 from skill_assets.lib.retrieval.fusion_training import save_router_model, train_fusion  # noqa: E402
 from skill_assets.lib.retrieval.pools import load_pool  # noqa: E402
-from skill_assets.lib.retrieval.requests import Request, group_metrics  # noqa: E402
+from skill_assets.lib.core.metrics import per_query_metrics  # noqa: E402
+from skill_assets.lib.retrieval.requests import Request, qrels, run_of  # noqa: E402
 from skill_assets.lib.retrieval.selection import set_scores  # noqa: E402
 from skill_assets.lib.retrieval.signals import SIGNALS  # noqa: E402
 from skill_assets.lib.retrieval.systems import SystemRun, run_systems  # noqa: E402
@@ -136,8 +137,8 @@ def main(argv: list[str] | None = None) -> int:
             ranked.append([(router.ids[c.rows[j]], float(s[j])) for j in order[:50]])
         name = "fusion-" + "-".join(x for x in SIGNALS if x not in signals)
         runs[name] = SystemRun(ranked, f"fusion over {'+'.join(signals)} (ablation)")
-    per_query = {name: group_metrics([[sid for sid, _ in r] for r in run.rankings], evaluated)
-                 for name, run in runs.items()}
+    truth = qrels(evaluated)
+    per_query = {name: per_query_metrics(run_of(evaluated, run.rankings), truth) for name, run in runs.items()}
     systems = {name: summarise(pq, evaluated) for name, pq in per_query.items()}
     base = per_query["bm25"]
     significance = {name: {m: dict(zip(("delta", "p"), map(lambda v: round(v, 4), paired_bootstrap(pq[m], base[m]))))

@@ -40,7 +40,9 @@ from skill_assets.lib.retrieval.defaults import shipped_embedder, tuned_embedder
 from skill_assets.lib.retrieval.engine import Engine  # noqa: E402
 from skill_assets.lib.retrieval.fusion_training import load_router_model  # noqa: E402
 from skill_assets.lib.retrieval.pools import Skill, load_pool  # noqa: E402
-from skill_assets.lib.retrieval.requests import Request, group_metrics  # noqa: E402
+from skill_assets.lib.core.metrics import per_query_metrics  # noqa: E402
+from skill_assets.lib.core.runs import Ranking  # noqa: E402
+from skill_assets.lib.retrieval.requests import Request, qrels, run_of  # noqa: E402
 from skill_assets.lib.retrieval.signals import SIGNALS  # noqa: E402
 from skill_assets.router.routing import Router, stderr_log  # noqa: E402
 from skill_assets.router.shipped_embedder import CURATED_REQUESTS, MEANING_REQUESTS  # noqa: E402
@@ -65,8 +67,8 @@ def split(path: Path, name: str) -> list[Request]:
     return [r for r in load_requests(path) if r.split == name]
 
 
-def per_request(rankings: list[list[str]], requests: list[Request]) -> dict[str, np.ndarray]:
-    out = group_metrics(rankings, requests)
+def per_request(rankings: list[Ranking], requests: list[Request]) -> dict[str, np.ndarray]:
+    out = per_query_metrics(run_of(requests, rankings), qrels(requests))
     return {m: out[m] for m in METRICS}
 
 
@@ -83,14 +85,14 @@ def summary(values: dict[str, np.ndarray], before: dict[str, np.ndarray] | None)
     return row
 
 
-def routed(engine: Engine, requests: list[Request]) -> list[list[str]]:
-    return [[x.skill_id for x in r.ranking] for r in engine.route([q.query for q in requests], top_k=10)]
+def routed(engine: Engine, requests: list[Request]) -> list[Ranking]:
+    return [r.pairs for r in engine.route([q.query for q in requests], top_k=10)]
 
 
-def signal_rankings(engine: Engine, requests: list[Request], signal: str) -> list[list[str]]:
+def signal_rankings(engine: Engine, requests: list[Request], signal: str) -> list[Ranking]:
     scores = engine.signal_scores([r.query for r in requests])[signal]
     order = np.argsort(-scores, axis=1, kind="stable")[:, :10]
-    return [[engine.ids[j] for j in row] for row in order]
+    return [[(engine.ids[j], float(row_scores[j])) for j in row] for row, row_scores in zip(order, scores)]
 
 
 def score_set(name: str, requests: list[Request], engines: dict[str, Engine], log) -> dict:

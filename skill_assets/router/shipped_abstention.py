@@ -47,7 +47,9 @@ from skill_assets.lib.retrieval.engine import Engine
 from skill_assets.lib.retrieval.fusion_training import ranked
 from skill_assets.lib.retrieval.model_files import ModelFileError
 from skill_assets.lib.retrieval.pools import load_pool
-from skill_assets.lib.retrieval.requests import Request, mean_group_metrics
+from skill_assets.lib.core.metrics import run_means
+from skill_assets.lib.core.runs import Ranking, ranking_of
+from skill_assets.lib.retrieval.requests import Request, qrels, run_of
 from skill_assets.lib.retrieval.selection import set_scores
 from skill_assets.router.shipped_embedder import REBUILD as ROUTER_REBUILD
 from skill_assets.router.shipped_router import fitting_requests, held_out_dense
@@ -81,7 +83,7 @@ class Scored:
     """Requests as the router saw them: abstention features, fused rankings and the cut's selected-set F1."""
 
     features: np.ndarray
-    rankings: list[list[str]]
+    rankings: list[Ranking]
     f1: np.ndarray
 
 
@@ -101,7 +103,7 @@ def score(engine: Engine, queries: list[str], groups: Sequence[Sequence[Sequence
           for r, s, q, g in zip(rankings, fused, queries, groups or [()] * len(queries))]
     features = [request_features(q, c, engine.fusion.signals, len(engine.ids), i)
                 for q, c, i in zip(queries, cands, first)]
-    return Scored(np.array(features), rankings, np.array(f1))
+    return Scored(np.array(features), [ranking_of(r, s) for r, s in zip(rankings, fused)], np.array(f1))
 
 
 def _ids_hash(ids: Sequence[str]) -> str:
@@ -134,7 +136,7 @@ def dev_figures(model: Abstention, no_fit: list[NoFitRequest], x_no_fit: np.ndar
                        "selected_set_f1_with_abstention": round(float(with_abstention.mean()), 4),
                        "f1_drop": round(float(scored.f1.mean() - with_abstention.mean()), 4),
                        "abstained_by_source": _rate(out_ans, sources, sorted(set(sources), key=sources.index)),
-                       "hit@1": round(mean_group_metrics(scored.rankings, answerable)["hit@1"], 4)},
+                       "hit@1": round(run_means(run_of(answerable, scored.rankings), qrels(answerable))["hit@1"], 4)},
     }
 
 

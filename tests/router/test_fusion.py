@@ -11,12 +11,13 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 from skill_assets.lib.retrieval.engine_config import FittedRouting
 from skill_assets.lib.models.bundled_models import bundled_minilm
 from skill_assets.lib.retrieval.fusion import GRID  # noqa: E402
+from skill_assets.lib.core.metrics import run_means  # noqa: E402
 from skill_assets.lib.retrieval.fusion_training import (
+    fused_run,  # noqa: E402
     load_router_model,  # noqa: E402
-    ranked,  # noqa: E402
 )
 from skill_assets.lib.retrieval.ranking import top_k_rankings  # noqa: E402
-from skill_assets.lib.retrieval.requests import mean_group_metrics  # noqa: E402
+from skill_assets.lib.retrieval.requests import qrels, run_of  # noqa: E402
 from skill_assets.lib.retrieval.selection import (  # noqa: E402
     FEATURES,
     PlattScaling,
@@ -49,9 +50,9 @@ def test_fusion_crosses_languages_where_bm25_cannot(toy):
     router, requests, fitted, _, _, _ = toy
     cross = [r for r in requests if r.split != "test" and r.direction in ("en2zh", "zh2en")]
     queries = [r.query for r in cross]
-    fused = mean_group_metrics(ranked(fitted.model, router.candidates(queries), router.ids)[0], cross)
-    bm25 = mean_group_metrics([[s for s, _ in r] for r in top_k_rankings(router.signal_scores(queries)["bm25"],
-                                                                          router.ids, 10)], cross)
+    fused = run_means(fused_run(fitted.model, router.candidates(queries), router.ids, cross), qrels(cross))
+    bm25 = run_means(run_of(cross, top_k_rankings(router.signal_scores(queries)["bm25"], router.ids, 10)),
+                     qrels(cross))
     assert fused["hit@1"] >= 0.8
     assert fused["hit@1"] > bm25["hit@1"]
 

@@ -12,7 +12,7 @@ from skill_assets.defs.metadata import table_metadata
 from skill_assets.defs.resources import DUCKDB_WRITER_TAG, DuckDBStore, ModelSettings
 from skill_assets.lib.models import model_registry as registry
 from skill_assets.lib.common.provenance import code_version, release_version
-from skill_assets.lib.core.runs import Qrels, Ranking, Run, scored
+from skill_assets.lib.core.runs import Qrels, Ranking, Run, ranking_of
 from skill_assets.lib.core.skill_groups import singleton_groups
 from skill_assets.lib.common.tables import frame
 from skill_assets.lib.evaluation.metric_tables import metric_rows, query_slices, run_rows
@@ -145,7 +145,7 @@ def runs_by_system(store: DuckDBStore, table: str, group: str, where: str = "", 
         versions: dict[str, str] = {}
         for r in rows:
             if r[group] == value:
-                rankings.setdefault(r["system"], {})[r["query_id"]] = scored(r["ranking"], r["scores"])
+                rankings.setdefault(r["system"], {})[r["query_id"]] = ranking_of(r["ranking"], r["scores"])
                 versions[r["system"]] = r["model_version"]
         yield value, {system: Run(by_query, versions[system]) for system, by_query in rankings.items()}
 

@@ -32,7 +32,7 @@ def keyed(request_ids: Iterable[str], values: Iterable, what: str) -> dict:
     return out
 
 
-def scored(skill_ids: Sequence[str], scores: Sequence[float]) -> Ranking:
+def ranking_of(skill_ids: Sequence[str], scores: Sequence[float]) -> Ranking:
     """A ranking of ``skill_ids`` (best first) with their ``scores``."""
     return [(sid, float(s)) for sid, s in zip(skill_ids, scores, strict=True)]
 

@@ -15,13 +15,14 @@ from skill_assets.lib.retrieval.adoption_rule import DEV_METRIC, Verdict, judge
 from skill_assets.lib.retrieval.defaults import shipped_embedder, shipped_router
 from skill_assets.lib.retrieval.engine import Engine
 from skill_assets.lib.retrieval.pools import Skill
-from skill_assets.lib.retrieval.requests import Request, group_metrics
+from skill_assets.lib.core.metrics import per_query_metrics
+from skill_assets.lib.retrieval.requests import Request, qrels, run_of
 
 
 def routed_metric(engine: Engine, requests: Sequence[Request], use_reranker: bool) -> np.ndarray:
     """Per-request ``DEV_METRIC`` of what ``engine.route`` ranks (copies collapsed onto their groups)."""
     routed = engine.route([r.query for r in requests], top_k=10, use_reranker=use_reranker)
-    return group_metrics([[x.skill_id for x in one.ranking] for one in routed], requests)[DEV_METRIC]
+    return per_query_metrics(run_of(requests, [one.pairs for one in routed]), qrels(requests))[DEV_METRIC]
 
 
 def adoption_verdicts(requests: Sequence[Request], fitted: Engine, skills: Sequence[Skill],

@@ -18,7 +18,9 @@ import numpy as np
 
 from skill_assets.lib.common.hashing import digest
 from skill_assets.lib.retrieval.fusion import GRID, KINDS, Candidates, FusionModel, feature_names, fit
-from skill_assets.lib.retrieval.requests import Request, mean_group_metrics
+from skill_assets.lib.core.metrics import run_means
+from skill_assets.lib.core.runs import Run, ranking_of
+from skill_assets.lib.retrieval.requests import Request, qrels, run_of
 from skill_assets.lib.retrieval.selection import DEFAULT_CAP, SelectionCut, Similarity, fit_cut, set_scores
 
 #: the selection cut saved beside a fusion model, and the card of the pair
@@ -51,6 +53,12 @@ def ranked(model: FusionModel, cands: Sequence[Candidates], ids: Sequence[str]
     return out_ids, out_scores
 
 
+def fused_run(model: FusionModel, cands: Sequence[Candidates], ids: Sequence[str], requests: Sequence[Request]
+              ) -> Run:
+    """The fusion's run over ``requests`` (whose candidates ``cands`` are)."""
+    return run_of(requests, [ranking_of(r, s) for r, s in zip(*ranked(model, cands, ids))])
+
+
 def objective(metrics: dict[str, float]) -> float:
     """Mean of the target metrics; Set-Compat counts only when the split has multi-skill requests."""
     return float(np.nanmean([metrics[m] for m in DEV_OBJECTIVE]))
@@ -76,7 +84,7 @@ def train_fusion(candidates_of: Callable[[list[str]], list[Candidates]], ids: Se
     grid_scores = []
     for kind, params in grid:
         model = fit(kind, params, cands_train, y_train, signals, depth)
-        metrics = mean_group_metrics(ranked(model, cands_dev, ids)[0], dev)
+        metrics = run_means(fused_run(model, cands_dev, ids, dev), qrels(dev))
         grid_scores.append({"kind": kind, **params, **{m: round(metrics[m], 4) for m in DEV_OBJECTIVE},
                             "objective": round(objective(metrics), 4)})
         log(f"fusion {kind} {params}: dev " + ", ".join(f"{m} {metrics[m]:.3f}" for m in DEV_OBJECTIVE))
@@ -100,7 +108,7 @@ def train_fusion(candidates_of: Callable[[list[str]], list[Candidates]], ids: Se
 
     model = fit(kind, params, cands_train, y_train, signals, depth)
     dev_ids, dev_scores = ranked(model, cands_dev, ids)
-    dev_metrics = mean_group_metrics(dev_ids, dev)
+    dev_metrics = run_means(run_of(dev, [ranking_of(r, s) for r, s in zip(dev_ids, dev_scores)]), qrels(dev))
     dev_sets = np.array([set_scores(cut.select(r, s, similarity, q.query), q.groups)
                          for r, s, q in zip(dev_ids, dev_scores, dev)])
     card = {

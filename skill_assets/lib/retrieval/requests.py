@@ -7,18 +7,15 @@ in other repositories), and any member serves. The curated benchmark and the sty
 (``from_benchmark_queries``) all become ``Request``s, so one file cannot pass one reader and fail
 another.
 
-Scoring collapses each ranking onto the groups exactly as the evaluation tables do
-(``skill_groups``: a member stands for its group, later copies are dropped), so the router's figures
-and ``external_metrics`` count a found skill the same way.
+A set of requests is scored as the evaluation tables score theirs: ``qrels(requests)`` is their ground
+truth and ``run_of(requests, rankings)`` a system's run over them, for ``core.metrics``, so the router's
+figures and ``external_metrics`` count a found skill the same way.
 """
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-import numpy as np
-
-from skill_assets.lib.core.metrics import mean_metrics, per_query_metrics
 from skill_assets.lib.core.runs import Qrels, Ranking, Run
 from skill_assets.lib.core.skill_groups import Groups
 
@@ -103,11 +100,3 @@ def run_of(requests: Sequence[Request], rankings: Sequence[Ranking], version: st
     """The run of ``rankings``, one per request, in the requests' order."""
     return Run.of([r.id for r in requests], rankings, version)
 
-
-def group_metrics(rankings: Sequence[Sequence[str]], requests: Sequence[Request]) -> dict[str, np.ndarray]:
-    """Per-request metrics (``per_query_metrics``) with ground-truth groups as the relevant units."""
-    return per_query_metrics(run_of(requests, [[(sid, 0.0) for sid in r] for r in rankings]), qrels(requests))
-
-
-def mean_group_metrics(rankings: Sequence[Sequence[str]], requests: Sequence[Request]) -> dict[str, float]:
-    return mean_metrics(group_metrics(rankings, requests))

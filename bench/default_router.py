@@ -57,10 +57,10 @@ def systems_on(router: Router, model, requests: list[Request]) -> dict[str, dict
     """BM25, each RRF pair and the fusion ``model`` on ``requests``, from the one system runner."""
     shipped, router.fusion = router.fusion, model
     try:
-        runs = run_systems(router, [r.query for r in requests], "base", top_k=50)
+        runs = run_systems(router, {r.id: r.query for r in requests}, "base", top_k=50)
     finally:
         router.fusion = shipped
-    return {name: scored(run.rankings, requests) for name, run in runs.items()
+    return {name: scored(list(run.rankings.values()), requests) for name, run in runs.items()
             if name in ("bm25", "fusion") or name.startswith("rrf:")}
 
 

@@ -41,7 +41,7 @@ from skill_assets.lib.core.metrics import per_query_metrics  # noqa: E402
 from skill_assets.lib.retrieval.requests import Request, qrels, run_of  # noqa: E402
 from skill_assets.lib.retrieval.selection import set_scores  # noqa: E402
 from skill_assets.lib.retrieval.signals import SIGNALS  # noqa: E402
-from skill_assets.lib.retrieval.systems import SystemRun, run_systems  # noqa: E402
+from skill_assets.lib.retrieval.systems import run_systems  # noqa: E402
 from skill_assets.router.routing import Router, stderr_log  # noqa: E402
 
 HEADLINE = ("hit@1", "ndcg@10", "fc@10", "set_compat")
@@ -127,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     queries = [r.query for r in evaluated]
     rr = [("r3", router.reranker)] if router.reranker else []
-    runs = run_systems(router, queries, "base" if embedder == bundled_minilm() else "r3",
+    runs = run_systems(router, {r.id: r.query for r in evaluated}, "base" if embedder == bundled_minilm() else "r3",
                        top_k=50, rerankers=rr)
     for signals in ([] if args.no_ablation else [tuple(s for s in SIGNALS if s != drop) for drop in SIGNALS]):
         sub = fit_fusion(router, requests, signals, args.requests)
@@ -136,15 +136,15 @@ def main(argv: list[str] | None = None) -> int:
             order, s = sub.model.rank(c)
             ranked.append([(router.ids[c.rows[j]], float(s[j])) for j in order[:50]])
         name = "fusion-" + "-".join(x for x in SIGNALS if x not in signals)
-        runs[name] = SystemRun(ranked, f"fusion over {'+'.join(signals)} (ablation)")
+        runs[name] = run_of(evaluated, ranked, f"fusion over {'+'.join(signals)} (ablation)")
     truth = qrels(evaluated)
-    per_query = {name: per_query_metrics(run_of(evaluated, run.rankings), truth) for name, run in runs.items()}
+    per_query = {name: per_query_metrics(run, truth) for name, run in runs.items()}
     systems = {name: summarise(pq, evaluated) for name, pq in per_query.items()}
     base = per_query["bm25"]
     significance = {name: {m: dict(zip(("delta", "p"), map(lambda v: round(v, 4), paired_bootstrap(pq[m], base[m]))))
                            for m in HEADLINE} for name, pq in per_query.items() if name != "bm25"}
-    fused_ids = [[sid for sid, _ in r] for r in runs["fusion"].rankings]
-    fused_scores = [np.array([s for _, s in r]) for r in runs["fusion"].rankings]
+    fused_ids = [runs["fusion"].ids(r.id) for r in evaluated]
+    fused_scores = [np.array([s for _, s in runs["fusion"].rankings[r.id]]) for r in evaluated]
     selection = selection_report(router, fused_ids, fused_scores, evaluated)
     fusion_all = systems["fusion"]["all"]
     others = {n: s["all"] for n, s in systems.items() if n in ("bm25", "multilingual") or n.startswith(("embedder:", "rrf:"))}

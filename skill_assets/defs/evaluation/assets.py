@@ -31,7 +31,7 @@ from skill_assets.lib.retrieval.pools import Skill
 from skill_assets.lib.retrieval.reranking import Reranker
 from skill_assets.lib.retrieval.signals import SIGNALS
 from skill_assets.lib.retrieval.store_skills import store_skills
-from skill_assets.lib.retrieval.systems import SystemRun, run_systems
+from skill_assets.lib.retrieval.systems import run_systems
 from skill_assets.router.routing import Router
 
 GROUP = "evaluation"
@@ -58,9 +58,10 @@ def model_cards(store: DuckDBStore) -> dict[str, dict]:
     return cards
 
 
-def evaluate_systems(skills: list[Skill], queries: list[str], store: DuckDBStore, models: ModelSettings,
-                     config: SystemSettings) -> dict[str, SystemRun]:
-    """Every system of the store's registry on one pool and query set (``lib.retrieval.systems.run_systems``):
+def evaluate_systems(skills: list[Skill], queries: dict[str, str], store: DuckDBStore, models: ModelSettings,
+                     config: SystemSettings) -> dict[str, Run]:
+    """Every system of the store's registry on one pool and query set (query id → text;
+    ``lib.retrieval.systems.run_systems``):
     the base and each registered bi-encoder, each reranker, the store's newest fusion, and the user's default."""
     embedders = dict([("base", models.embedder)] + [(r["variant"], r["path"])
                                                     for r in registry.listed(store.path, registry.EMBEDDER)])
@@ -93,9 +94,9 @@ def retrieval_runs(context: dg.AssetExecutionContext, config: RetrievalSettings,
         context.log.warning(f"no {split} queries: nothing to evaluate on that split")
     rows = []
     if queries:  # one pass over all splits: the library is embedded once per model, not once per split
-        runs = evaluate_systems(skills, [q["query"] for q in queries], store, models, config)
+        runs = evaluate_systems(skills, {q["query_id"]: q["query"] for q in queries}, store, models, config)
         split_of = {q["query_id"]: q["split"] for q in queries}
-        rows = [{**row, "split": split_of[row["query_id"]]} for row in run_rows(runs, list(split_of))]
+        rows = [{**row, "split": split_of[row["query_id"]]} for row in run_rows(runs)]
     df = frame("retrieval_runs", rows)
     store.write("retrieval_runs", df)
     run_dir = write_trec_runs(df, store.artifacts_dir / "reports" / "runs")

@@ -73,8 +73,8 @@ def external_runs(context: dg.AssetExecutionContext, config: SystemSettings, sto
                           "ORDER BY query_id", [name]).to_dicts()
     rows = []
     if skills and queries:
-        runs = evaluate_systems(skills, [q["query"] for q in queries], store, models, config)
-        rows = run_rows(runs, [q["query_id"] for q in queries], benchmark=name)
+        runs = evaluate_systems(skills, {q["query_id"]: q["query"] for q in queries}, store, models, config)
+        rows = run_rows(runs, benchmark=name)
     else:
         context.log.warning(f"{name}: {len(skills)} skills and {len(queries)} scorable queries: nothing to rank")
     df = _write(store, "external_runs", name, rows)

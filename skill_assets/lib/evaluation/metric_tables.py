@@ -14,16 +14,16 @@ import numpy as np
 from skill_assets.lib.common.significance import bootstrap_interval, paired_bootstrap
 from skill_assets.lib.core.metrics import mean_metrics, per_query_metrics
 from skill_assets.lib.core.runs import Qrels, Run
-from skill_assets.lib.retrieval.systems import SystemRun
 
 BASE_SYSTEM = "embedder:base"
 
 
-def run_rows(runs: dict[str, SystemRun], query_ids: Sequence[str], **fixed) -> list[dict]:
-    """Long rows (system, query_id, rank, skill_id, score, model_version) plus ``fixed`` columns."""
+def run_rows(runs: dict[str, Run], **fixed) -> list[dict]:
+    """Long rows (system, query_id, rank, skill_id, score, model_version) plus ``fixed`` columns: each system's
+    run as a runs table holds it (``defs.evaluation.assets.runs_by_system`` reads it back)."""
     return [{**fixed, "system": system, "query_id": qid, "rank": r + 1, "skill_id": sid, "score": score,
-             "model_version": run.model_version}
-            for system, run in runs.items() for qid, ranking in zip(query_ids, run.rankings)
+             "model_version": run.version}
+            for system, run in runs.items() for qid, ranking in run.rankings.items()
             for r, (sid, score) in enumerate(ranking)]
 
 

@@ -12,8 +12,7 @@ from skill_assets.defs.metadata import table_metadata
 from skill_assets.defs.resources import DUCKDB_WRITER_TAG, DuckDBStore, ModelSettings
 from skill_assets.lib.models import model_registry as registry
 from skill_assets.lib.common.provenance import code_version, release_version
-from skill_assets.lib.core.runs import Qrels, Ranking, Run, ranking_of
-from skill_assets.lib.core.skill_groups import singleton_groups
+from skill_assets.lib.core.runs import Ranking, Run, ranking_of
 from skill_assets.lib.common.tables import frame
 from skill_assets.lib.evaluation.metric_tables import metric_rows, query_slices, run_rows
 from skill_assets.lib.evaluation.report import (
@@ -28,6 +27,7 @@ from skill_assets.lib.evaluation.report_outline import REPORT_TITLE, report_plot
 from skill_assets.lib.retrieval.engine import Engine
 from skill_assets.lib.retrieval.fusion_training import load_router_model
 from skill_assets.lib.retrieval.pools import Skill
+from skill_assets.lib.retrieval.requests import from_benchmark_queries, qrels
 from skill_assets.lib.retrieval.reranking import Reranker
 from skill_assets.lib.retrieval.signals import SIGNALS
 from skill_assets.lib.retrieval.store_skills import store_skills
@@ -126,7 +126,7 @@ def benchmark_metrics(store: DuckDBStore):
     for split, runs in runs_by_system(store, "retrieval_runs", "split"):
         qids = sorted({qid for run in runs.values() for qid in run.rankings})
         split_queries = [queries[q] for q in qids]
-        for row in metric_rows(runs, Qrels.of(qids, [singleton_groups(q["skill_ids"]) for q in split_queries]),
+        for row in metric_rows(runs, qrels(from_benchmark_queries(split_queries)),
                                query_slices(split_queries, ("direction", "k"))):
             rows.append({**row, "split": split, "data_version": data_version, "code_version": code,
                          "model_version": runs[row["system"]].version})

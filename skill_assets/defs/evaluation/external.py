@@ -13,9 +13,9 @@ from skill_assets.defs.resources import DUCKDB_WRITER_TAG, DuckDBStore, ModelSet
 from skill_assets.lib.common import store as store_lib
 from skill_assets.lib.common.provenance import code_version
 from skill_assets.lib.common.tables import frame
-from skill_assets.lib.core.runs import Qrels
 from skill_assets.lib.evaluation.external_benchmarks import BenchmarkFormatError, load_benchmark
 from skill_assets.lib.evaluation.metric_tables import metric_rows, query_slices, run_rows
+from skill_assets.lib.retrieval.requests import from_external_queries, qrels
 from skill_assets.lib.retrieval.store_skills import store_skills
 
 MODELS = [dg.AssetDep("embedder", partition_mapping=dg.AllPartitionMapping()),
@@ -96,8 +96,8 @@ def external_metrics(context: dg.AssetExecutionContext, store: DuckDBStore):
     code, rows = code_version(), []
     for _, runs in runs_by_system(store, "external_runs", "benchmark", "WHERE benchmark = ?", [name]):
         qids = sorted(queries)
-        qrels = Qrels.of(qids, [tuple(map(tuple, queries[q]["skill_groups"])) for q in qids])
-        for row in metric_rows(runs, qrels, query_slices([queries[q] for q in qids], ("k", "direction"))):
+        truth = qrels(from_external_queries([queries[q] for q in qids]))
+        for row in metric_rows(runs, truth, query_slices([queries[q] for q in qids], ("k", "direction"))):
             rows.append({**row, "benchmark": name, "data_version": data_version, "code_version": code,
                          "model_version": runs[row["system"]].version})
     df = _write(store, "external_metrics", name, rows)

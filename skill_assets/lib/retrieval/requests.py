@@ -3,9 +3,9 @@
 A request needs ``k`` skills; each is a *group* of interchangeable skills (a skill and its copies
 in other repositories), and any member serves. The curated benchmark and the styles dev set
 (``lib.evaluation.curated_benchmark.load_requests``, strict), every external release
-(``lib.evaluation.external_benchmarks``) and the pipeline's own ``benchmark_queries`` rows
-(``from_benchmark_queries``) all become ``Request``s, so one file cannot pass one reader and fail
-another.
+(``lib.evaluation.external_benchmarks``; its ``external_queries`` rows: ``from_external_queries``) and the
+pipeline's own ``benchmark_queries`` rows (``from_benchmark_queries``) all become ``Request``s, so one file
+cannot pass one reader and fail another.
 
 A set of requests is scored as the evaluation tables score theirs: ``qrels(requests)`` is their ground
 truth and ``run_of(requests, rankings)`` a system's run over them, for ``core.metrics``, so the router's
@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from skill_assets.lib.core.runs import Qrels, Ranking, Run
-from skill_assets.lib.core.skill_groups import Groups
+from skill_assets.lib.core.skill_groups import Groups, singleton_groups
 
 
 @dataclass(frozen=True)
@@ -87,8 +87,14 @@ def require_in_pool(requests: Iterable[Request], pool_ids: set[str], pool: str) 
 
 def from_benchmark_queries(rows: Sequence[dict]) -> list[Request]:
     """``benchmark_queries`` rows as requests (each ground-truth skill its own group)."""
-    return [Request(r["query_id"], r["query"], tuple((sid,) for sid in r["skill_ids"]), r["direction"], r["split"])
+    return [Request(r["query_id"], r["query"], singleton_groups(r["skill_ids"]), r["direction"], r["split"])
             for r in rows]
+
+
+def from_external_queries(rows: Sequence[dict]) -> list[Request]:
+    """``external_queries`` rows as requests: the ground-truth groups as the benchmark was imported."""
+    return [Request(r["query_id"], r["query"], tuple(map(tuple, r["skill_groups"])), r["direction"],
+                    skill_ids=tuple(r["skill_ids"]), unknown_skill_ids=tuple(r["unknown_skill_ids"])) for r in rows]
 
 
 def qrels(requests: Sequence[Request]) -> Qrels:

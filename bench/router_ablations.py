@@ -82,7 +82,7 @@ def main() -> int:
         kinds[variant] = {"kind": fitted.card["kind"], "params": fitted.card["params"]}
         engine.fusion, engine.selection = fitted.model, fitted.cut
         for name, reqs in sets.items():
-            ranked = [[x.skill_id for x in r.ranking] for r in engine.route([q.query for q in reqs], top_k=10)]
+            ranked = [r.pairs for r in engine.route([q.query for q in reqs], top_k=10)]
             values[name][variant] = per_request(ranked, reqs)
         stderr_log(f"{variant}: " + ", ".join(f"{n} {summary(values[n][variant], None)['hit@1']}" for n in sets))
     results = {name: {"n": len(sets[name]), "systems": {

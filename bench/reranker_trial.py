@@ -101,8 +101,7 @@ def main() -> int:
         if swap:
             for i, q in enumerate(queries):
                 scores["dense"][i] = held_out[q]
-        out_ids, out_scores = ranked(fusion, engine.candidates(queries, scores=scores), ids)
-        return [list(zip(r[: args.depth], map(float, s[: args.depth]))) for r, s in zip(out_ids, out_scores)]
+        return [r[: args.depth] for r in ranked(fusion, engine.candidates(queries, scores=scores), ids)]
 
     train_heads, dev_heads = heads(train, True), heads(dev, False)
     if args.residual:

@@ -38,6 +38,7 @@ from skill_assets.lib.evaluation.curated_benchmark import load_requests  # noqa:
 from skill_assets.lib.retrieval.fusion_training import save_router_model, train_fusion  # noqa: E402
 from skill_assets.lib.retrieval.pools import load_pool  # noqa: E402
 from skill_assets.lib.core.metrics import per_query_metrics  # noqa: E402
+from skill_assets.lib.core.runs import Ranking, Run  # noqa: E402
 from skill_assets.lib.retrieval.requests import Request, qrels, run_of  # noqa: E402
 from skill_assets.lib.retrieval.selection import set_scores  # noqa: E402
 from skill_assets.lib.retrieval.signals import SIGNALS  # noqa: E402
@@ -60,18 +61,19 @@ def summarise(per_query: dict[str, np.ndarray], requests: list[Request]) -> dict
     return out
 
 
-def selection_report(router: Router, fused: list[list[str]], fused_scores: list[np.ndarray],
-                     requests: list[Request]) -> dict:
-    """Exact-set match and set F1 of ``selected`` vs fixed k and the oracle k, overall and by ground-truth k."""
+def selection_report(router: Router, fused: Run, requests: list[Request]) -> dict:
+    """Exact-set match and set F1 of ``selected`` (from the ``fused`` run's rankings) vs fixed k and the oracle k,
+    overall and by ground-truth k."""
     cut = router.selection
+    rankings = [fused.rankings.get(q.id, []) for q in requests]
 
-    def first_k(ranking: list[str], scores: np.ndarray, k: int) -> list[str]:
+    def first_k(ranking: Ranking, k: int) -> list[str]:
         """The first ``k`` distinct skills, copies passed over as ``selected`` passes them."""
-        return cut.candidates(ranking, scores, router.similarity, k)[0]
+        return [sid for sid, _ in cut.candidates(ranking, router.similarity, k)]
 
-    picks = {"selected": [cut.select(r, s, router.similarity, q.query) for r, s, q in zip(fused, fused_scores, requests)],
-             **{f"fixed_k{k}": [first_k(r, s, k) for r, s in zip(fused, fused_scores)] for k in (1, 2, 3)},
-             "oracle_k": [first_k(r, s, q.k) for r, s, q in zip(fused, fused_scores, requests)]}
+    picks = {"selected": [cut.select(r, router.similarity, q.query) for r, q in zip(rankings, requests)],
+             **{f"fixed_k{k}": [first_k(r, k) for r in rankings] for k in (1, 2, 3)},
+             "oracle_k": [first_k(r, q.k) for r, q in zip(rankings, requests)]}
     out = {}
     for name, chosen in picks.items():
         scores = np.array([set_scores(c, q.groups) for c, q in zip(chosen, requests)])
@@ -143,9 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     base = per_query["bm25"]
     significance = {name: {m: dict(zip(("delta", "p"), map(lambda v: round(v, 4), paired_bootstrap(pq[m], base[m]))))
                            for m in HEADLINE} for name, pq in per_query.items() if name != "bm25"}
-    fused_ids = [runs["fusion"].ids(r.id) for r in evaluated]
-    fused_scores = [np.array([s for _, s in runs["fusion"].rankings[r.id]]) for r in evaluated]
-    selection = selection_report(router, fused_ids, fused_scores, evaluated)
+    selection = selection_report(router, runs["fusion"], evaluated)
     fusion_all = systems["fusion"]["all"]
     others = {n: s["all"] for n, s in systems.items() if n in ("bm25", "multilingual") or n.startswith(("embedder:", "rrf:"))}
     targets = {

@@ -48,7 +48,7 @@ from skill_assets.lib.retrieval.fusion_training import ranked
 from skill_assets.lib.retrieval.model_files import ModelFileError
 from skill_assets.lib.retrieval.pools import load_pool
 from skill_assets.lib.core.metrics import run_means
-from skill_assets.lib.core.runs import Ranking, ranking_of
+from skill_assets.lib.core.runs import Ranking
 from skill_assets.lib.retrieval.requests import Request, qrels, run_of
 from skill_assets.lib.retrieval.selection import set_scores
 from skill_assets.router.shipped_embedder import REBUILD as ROUTER_REBUILD
@@ -97,13 +97,13 @@ def score(engine: Engine, queries: list[str], groups: Sequence[Sequence[Sequence
         if held_out and query in held_out:
             scores["dense"][i] = held_out[query]
     cands = engine.candidates(queries, scores=scores)
-    rankings, fused = ranked(engine.fusion, cands, engine.ids)
+    rankings = ranked(engine.fusion, cands, engine.ids)
     first = [int(engine.fusion.rank(c)[0][0]) for c in cands]  # the fused first skill's position in its candidates
-    f1 = [set_scores(engine.selection.select(r, s, engine.similarity, q), g)[1] if g else 0.0
-          for r, s, q, g in zip(rankings, fused, queries, groups or [()] * len(queries))]
+    f1 = [set_scores(engine.selection.select(r, engine.similarity, q), g)[1] if g else 0.0
+          for r, q, g in zip(rankings, queries, groups or [()] * len(queries))]
     features = [request_features(q, c, engine.fusion.signals, len(engine.ids), i)
                 for q, c, i in zip(queries, cands, first)]
-    return Scored(np.array(features), [ranking_of(r, s) for r, s in zip(rankings, fused)], np.array(f1))
+    return Scored(np.array(features), rankings, np.array(f1))
 
 
 def _ids_hash(ids: Sequence[str]) -> str:

@@ -12,6 +12,7 @@ from skill_assets.lib.retrieval.engine_config import FittedRouting
 from skill_assets.lib.models.bundled_models import bundled_minilm
 from skill_assets.lib.retrieval.fusion import GRID  # noqa: E402
 from skill_assets.lib.core.metrics import run_means  # noqa: E402
+from skill_assets.lib.core.runs import Qrels, Run  # noqa: E402
 from skill_assets.lib.retrieval.fusion_training import (
     fused_run,  # noqa: E402
     load_router_model,  # noqa: E402
@@ -84,12 +85,12 @@ def test_selection_cut_loads_the_count_with_the_best_predicted_f1_skips_copies_a
     similar = {("b", "a"), ("a", "b")}
     similarity = lambda x, y: 0.99 if (x, y) in similar else 0.1  # noqa: E731
     # b is a copy of a (passed over); c's fused score 1.0 gives p_2 = 0.73: two beat one
-    assert cut.select(["a", "b", "c", "d"], [3.0, 2.9, 1.0, -1.0], similarity, "q") == ["a", "c"]
+    assert cut.select([("a", 3.0), ("b", 2.9), ("c", 1.0), ("d", -1.0)], similarity, "q") == ["a", "c"]
     # with 0.6 for loading one, a weak second skill (fused -3.0: p_2 = 0.05, two predict 0.55) is left out
     weak = SelectionCut(PlattScaling(1.0, 0.0), coef=coef, intercepts=(0.6, 0.5, 0.2), cap=3)
-    assert weak.select(["a", "c", "d"], [3.0, -3.0, -4.0], similarity, "q") == ["a"]
-    assert cut.select(["a", "b", "c"], [3.0, 2.9, 1.0], similarity, "q", cap=1) == ["a"]
-    assert SelectionCut().select(["a", "c"], [1.0, 0.9], similarity, "q") == ["a"]   # unfitted: the first alone
+    assert weak.select([("a", 3.0), ("c", -3.0), ("d", -4.0)], similarity, "q") == ["a"]
+    assert cut.select([("a", 3.0), ("b", 2.9), ("c", 1.0)], similarity, "q", cap=1) == ["a"]
+    assert SelectionCut().select([("a", 1.0), ("c", 0.9)], similarity, "q") == ["a"]   # unfitted: the first alone
     saved = tmp_path / "selection.json"
     saved.write_text(json.dumps(cut.as_dict()))
     assert SelectionCut.load(saved) == cut
@@ -108,17 +109,19 @@ def test_an_old_threshold_selection_file_is_a_clear_error(tmp_path):
 def test_fit_cut_learns_to_load_two_skills_when_train_requests_need_them():
     similarity = lambda x, y: 0.0  # noqa: E731
     # requests needing two skills have two high fused scores; single-skill requests one
-    ranked = [["a", "b", "c"]] * 40
-    scores = [np.array([2.0, 1.8, -2.0])] * 20 + [np.array([2.0, -1.5, -2.0])] * 20
-    groups = [[["a"], ["b"]]] * 20 + [[["a"]]] * 20
-    cut = fit_cut(ranked, scores, groups, ["one request"] * 40, similarity)
-    assert cut.select(["a", "b", "c"], [2.0, 1.8, -2.0], similarity, "one request") == ["a", "b"]
-    assert cut.select(["a", "b", "c"], [2.0, -1.5, -2.0], similarity, "one request") == ["a"]
+    two, one = [("a", 2.0), ("b", 1.8), ("c", -2.0)], [("a", 2.0), ("b", -1.5), ("c", -2.0)]
+    ids = [f"r{i}" for i in range(40)]
+    run = Run.of(ids, [two] * 20 + [one] * 20)
+    truth = Qrels.of(ids, [[["a"], ["b"]]] * 20 + [[["a"]]] * 20)
+    cut = fit_cut(run, truth, dict.fromkeys(ids, "one request"), similarity)
+    assert cut.select(two, similarity, "one request") == ["a", "b"]
+    assert cut.select(one, similarity, "one request") == ["a"]
     assert cut.alpha in (0.1, 1.0, 10.0, 100.0) and len(cut.intercepts) == cut.cap == 3
 
 
 def test_fit_cut_with_too_few_train_requests_loads_the_first_skill_alone():
     similarity = lambda x, y: 0.0  # noqa: E731
-    cut = fit_cut([["a", "b"], ["a", "b"], []], [np.array([2.0, 1.9]), np.array([2.0, 1.9]), np.zeros(0)],
-                  [[["a"], ["b"]]] * 3, ["q"] * 3, similarity)
-    assert cut.alpha is None and cut.select(["a", "b"], [2.0, 1.9], similarity, "q") == ["a"]
+    ranking = [("a", 2.0), ("b", 1.9)]
+    cut = fit_cut(Run.of(["r1", "r2"], [ranking, ranking]), Qrels.of(["r1", "r2", "r3"], [[["a"], ["b"]]] * 3),
+                  dict.fromkeys(["r1", "r2", "r3"], "q"), similarity)   # r3 unranked: no candidates
+    assert cut.alpha is None and cut.select(ranking, similarity, "q") == ["a"]

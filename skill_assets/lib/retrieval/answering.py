@@ -69,6 +69,5 @@ def routed(query: str, f: Fused, ranking: Ranking, top_k: int, cap: int | None, 
 
     ranked = [RankedSkill(sid, score, signals_of(position[sid])) for sid, score in ranking[:top_k]]
     # the cut reads fused scores (what it was fitted on), in the final order
-    order = [sid for sid, _ in ranking]
-    selected = cut.select(order, [float(f.scores[position[sid]]) for sid in order], similarity, query, cap)
+    selected = cut.select([(sid, float(f.scores[position[sid]])) for sid, _ in ranking], similarity, query, cap)
     return RoutedRequest(ranked, selected, tuple(names))

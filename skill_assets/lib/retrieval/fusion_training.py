@@ -19,7 +19,7 @@ import numpy as np
 from skill_assets.lib.common.hashing import digest
 from skill_assets.lib.retrieval.fusion import GRID, KINDS, Candidates, FusionModel, feature_names, fit
 from skill_assets.lib.core.metrics import run_means
-from skill_assets.lib.core.runs import Run, ranking_of
+from skill_assets.lib.core.runs import Ranking, Run, ranking_of
 from skill_assets.lib.retrieval.requests import Request, qrels, run_of
 from skill_assets.lib.retrieval.selection import DEFAULT_CAP, SelectionCut, Similarity, fit_cut, set_scores
 
@@ -42,21 +42,19 @@ def labels(cands: Sequence[Candidates], requests: Sequence[Request], ids: Sequen
     return [np.array([ids[r] in q.relevant for r in c.rows], dtype=np.int64) for c, q in zip(cands, requests)]
 
 
-def ranked(model: FusionModel, cands: Sequence[Candidates], ids: Sequence[str]
-           ) -> tuple[list[list[str]], list[np.ndarray]]:
-    """(skill ids best first, their fused scores) per request."""
-    out_ids, out_scores = [], []
+def ranked(model: FusionModel, cands: Sequence[Candidates], ids: Sequence[str]) -> list[Ranking]:
+    """Per request, its candidates' skill ids best first with their fused scores."""
+    out = []
     for c in cands:
         order, s = model.rank(c)
-        out_ids.append([ids[c.rows[j]] for j in order])
-        out_scores.append(s[order])
-    return out_ids, out_scores
+        out.append(ranking_of([ids[c.rows[j]] for j in order], s[order]))
+    return out
 
 
 def fused_run(model: FusionModel, cands: Sequence[Candidates], ids: Sequence[str], requests: Sequence[Request]
               ) -> Run:
     """The fusion's run over ``requests`` (whose candidates ``cands`` are)."""
-    return run_of(requests, [ranking_of(r, s) for r, s in zip(*ranked(model, cands, ids))])
+    return run_of(requests, ranked(model, cands, ids))
 
 
 def objective(metrics: dict[str, float]) -> float:
@@ -94,23 +92,22 @@ def train_fusion(candidates_of: Callable[[list[str]], list[Candidates]], ids: Se
     # out-of-fold fused scores of the train requests, for the calibrated cut
     rng = np.random.default_rng(seed)
     fold_of = rng.permutation(len(train)) % max(2, min(folds, len(train)))
-    oof_ids: list[list[str]] = [[] for _ in train]
-    oof_scores: list[np.ndarray] = [np.zeros(0) for _ in train]
+    oof: dict[str, Ranking] = {}
     for f in np.unique(fold_of):
         inside = [i for i in range(len(train)) if fold_of[i] != f]
         if not any(y_train[i].any() for i in inside):
             continue
         model = fit(kind, params, [cands_train[i] for i in inside], [y_train[i] for i in inside], signals, depth)
         held = [i for i in range(len(train)) if fold_of[i] == f]
-        for i, r, s in zip(held, *ranked(model, [cands_train[i] for i in held], ids)):
-            oof_ids[i], oof_scores[i] = r, s
-    cut = fit_cut(oof_ids, oof_scores, [q.groups for q in train], [q.query for q in train], similarity, cap)
+        for i, r in zip(held, ranked(model, [cands_train[i] for i in held], ids)):
+            oof[train[i].id] = r
+    cut = fit_cut(Run(oof), qrels(train), {q.id: q.query for q in train}, similarity, cap)
 
     model = fit(kind, params, cands_train, y_train, signals, depth)
-    dev_ids, dev_scores = ranked(model, cands_dev, ids)
-    dev_metrics = run_means(run_of(dev, [ranking_of(r, s) for r, s in zip(dev_ids, dev_scores)]), qrels(dev))
-    dev_sets = np.array([set_scores(cut.select(r, s, similarity, q.query), q.groups)
-                         for r, s, q in zip(dev_ids, dev_scores, dev)])
+    dev_run = fused_run(model, cands_dev, ids, dev)
+    dev_metrics = run_means(dev_run, qrels(dev))
+    dev_sets = np.array([set_scores(cut.select(dev_run.rankings[q.id], similarity, q.query), q.groups)
+                         for q in dev])
     card = {
         "kind": kind, "params": params, "signals": list(signals), "features": feature_names(signals),
         "language_pairs": "<skill language>2<query language>",

@@ -112,8 +112,7 @@ def _merged(engine: Engine, query: str, whole: Fused, parts: Sequence[Fused], to
                           {**{n: round(float(whole.cands.raw[j, i]), 6) for i, n in enumerate(names)},
                            "fused": round(scores[j], 6)})
               for j in order[:top_k]]
-    ids = [pool.ids[whole.cands.rows[j]] for j in order]
-    selected = cut.select_by_parts(ids, [scores[j] for j in order], engine.similarity, query,
-                                   {pool.ids[whole.cands.rows[j]] for j in lifted}, len(parts), cap, most,
+    selected = cut.select_by_parts([(pool.ids[whole.cands.rows[j]], scores[j]) for j in order], engine.similarity,
+                                   query, {pool.ids[whole.cands.rows[j]] for j in lifted}, len(parts), cap, most,
                                    part_probability)
     return RoutedRequest(ranked, selected, tuple(names))

@@ -40,12 +40,13 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
+from skill_assets.lib.core.runs import Qrels, Ranking, Run
 from skill_assets.lib.retrieval.model_files import ModelFileError, number_list, read_json_object
 from skill_assets.lib.retrieval.standardisation import Standardisation
 
@@ -118,21 +119,21 @@ class SelectionCut:
     cap: int = DEFAULT_CAP
     copy_cosine: float = COPY_COSINE
 
-    def candidates(self, ranked: Sequence[str], scores: Sequence[float], similarity: Similarity,
-                   cap: int) -> tuple[list[str], np.ndarray]:
-        """(the first skill and the next ``cap - 1`` that are not copies of an earlier one, their fused scores)."""
-        kept, kept_scores = [], []
-        for sid, s in zip(ranked, scores):
+    def candidates(self, ranking: Ranking, similarity: Similarity, cap: int) -> Ranking:
+        """The first skill of ``ranking`` (fused scores, best first) and the next ``cap - 1`` that are not copies of
+        an earlier one, with their fused scores."""
+        kept: Ranking = []
+        for sid, s in ranking:
             if len(kept) == cap:
                 break
-            if not any(similarity(sid, k) >= self.copy_cosine for k in kept):
-                kept.append(sid)
-                kept_scores.append(float(s))
-        return kept, np.asarray(kept_scores)
+            if not any(similarity(sid, k) >= self.copy_cosine for k, _ in kept):
+                kept.append((sid, float(s)))
+        return kept
 
-    def features(self, kept: Sequence[str], kept_scores: np.ndarray, similarity: Similarity,
-                 query: str) -> np.ndarray:
-        """``FEATURES`` of one request from its first (up to three) distinct skills."""
+    def features(self, candidates: Ranking, similarity: Similarity, query: str) -> np.ndarray:
+        """``FEATURES`` of one request from its first (up to three) distinct skills (``candidates``)."""
+        kept = [sid for sid, _ in candidates]
+        kept_scores = np.asarray([s for _, s in candidates])
         p = np.zeros(3)
         p[:min(3, len(kept))] = 1.0 / (1.0 + np.exp(-(self.platt.a * kept_scores[:3] + self.platt.b)))
         cos = [similarity(kept[i], kept[j]) if j < len(kept) else 0.0 for i, j in ((0, 1), (0, 2), (1, 2))]
@@ -143,19 +144,18 @@ class SelectionCut:
         """Predicted set F1 of loading the first 1, 2, … ``len(coef)`` skills."""
         return np.asarray(self.coef) @ self.standardise(features) + np.asarray(self.intercepts)
 
-    def select(self, ranked: Sequence[str], scores: Sequence[float], similarity: Similarity, query: str,
-               cap: int | None = None) -> list[str]:
+    def select(self, ranking: Ranking, similarity: Similarity, query: str, cap: int | None = None) -> list[str]:
         """The skills to load, from a ranking best first with its fused scores (always at least the first).
 
         ``cap`` may lower the fitted cap, not raise it: no prediction exists beyond it."""
         limit = min(cap or self.cap, self.cap, len(self.intercepts))
-        kept, kept_scores = self.candidates(ranked, scores, similarity, max(limit, 1))
+        kept = self.candidates(ranking, similarity, max(limit, 1))
         if not kept:
             return []
-        f1 = self.predicted_f1(self.features(kept, kept_scores, similarity, query))[:len(kept)]
-        return kept[:int(np.argmax(f1)) + 1]
+        f1 = self.predicted_f1(self.features(kept, similarity, query))[:len(kept)]
+        return [sid for sid, _ in kept[:int(np.argmax(f1)) + 1]]
 
-    def select_by_parts(self, ranked: Sequence[str], scores: Sequence[float], similarity: Similarity, query: str,
+    def select_by_parts(self, ranking: Ranking, similarity: Similarity, query: str,
                         part_best: Collection[str], n_parts: int, cap: int | None = None,
                         most: int = PARTS_MOST, part_probability: float = PART_PROBABILITY) -> list[str]:
         """The skills to load for a request routed by ``n_parts`` need parts: ``select``'s, then, where the parts
@@ -163,11 +163,11 @@ class SelectionCut:
         reaches ``part_probability`` and that is no copy of one kept, up to ``min(cap or most, most, n_parts,
         PARTS_MAX)`` (the module's docstring). ``most`` and ``part_probability`` are what ``bench/long_tasks.py
         --choose`` varies."""
-        kept = self.select(ranked, scores, similarity, query, cap)
+        kept = self.select(ranking, similarity, query, cap)
         if n_parts <= self.cap:
             return kept
         limit = min(cap or most, most, n_parts, PARTS_MAX)
-        for sid, s in zip(ranked, scores):
+        for sid, s in ranking:
             if len(kept) >= limit:
                 break
             if (sid in part_best and sid not in kept and self.platt.probability(s) >= part_probability
@@ -235,24 +235,29 @@ def fit_platt(scores: np.ndarray, labels: np.ndarray) -> PlattScaling:
     return PlattScaling(float(model.coef_[0, 0]), float(model.intercept_[0]))
 
 
-def fit_cut(ranked: Sequence[Sequence[str]], scores: Sequence[np.ndarray], groups: Sequence[Sequence[Sequence[str]]],
-            queries: Sequence[str], similarity: Similarity, cap: int = DEFAULT_CAP) -> SelectionCut:
-    """Platt scaling of the top-10 fused scores, then per n = 1..cap a ridge regression of the set F1 that loading
-    the first n distinct skills scored on each train request. Too few requests to learn from (a demo's handful):
-    the unfitted cut, which loads the first skill alone (``alpha`` None says so in the card)."""
+def fit_cut(run: Run, truth: Qrels, queries: Mapping[str, str], similarity: Similarity,
+            cap: int = DEFAULT_CAP) -> SelectionCut:
+    """Platt scaling of the top-10 fused scores of ``run`` (the train requests' out-of-fold fused rankings), then
+    per n = 1..cap a ridge regression of the set F1 that loading the first n distinct skills scored on each train
+    request; the train requests are ``truth``'s, in its order, each with its text in ``queries`` (a request the run
+    does not rank has no candidates). Too few requests to learn from (a demo's handful): the unfitted cut, which
+    loads the first skill alone (``alpha`` None says so in the card)."""
     from sklearn.linear_model import RidgeCV
 
-    top_scores = np.concatenate([s[:10] for s in scores])
-    top_labels = np.concatenate([[any(sid in g for g in gs) for sid in r[:10]] for r, gs in zip(ranked, groups)])
+    rankings = [run.rankings.get(rid, []) for rid in truth.groups]
+    top_scores = np.array([s for r in rankings for _, s in r[:10]], dtype=np.float64)
+    top_labels = np.array([any(sid in g for g in gs) for r, gs in zip(rankings, truth.groups.values())
+                           for sid, _ in r[:10]], dtype=bool)
     calibrated = fit_platt(top_scores, top_labels.astype(int)) if 0 < top_labels.sum() < len(top_labels) \
         else PlattScaling()
     base = SelectionCut(calibrated, cap=cap)
     x, y = [], []
-    for r, s, gs, query in zip(ranked, scores, groups, queries):
-        kept, kept_scores = base.candidates(r, s, similarity, cap)
+    for r, (rid, gs) in zip(rankings, truth.groups.items()):
+        kept = base.candidates(r, similarity, cap)
         if kept:
-            x.append(base.features(kept, kept_scores, similarity, query))
-            y.append([set_scores(kept[:n], gs)[1] for n in range(1, cap + 1)])
+            x.append(base.features(kept, similarity, queries[rid]))
+            ids = [sid for sid, _ in kept]
+            y.append([set_scores(ids[:n], gs)[1] for n in range(1, cap + 1)])
     if len(x) < MIN_FIT_REQUESTS:
         return base
     x_arr, y_arr = np.asarray(x), np.asarray(y)

@@ -11,6 +11,7 @@ qrels' order; a request the run does not rank scores zero, a ranked request the 
 """
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -26,8 +27,7 @@ def keyed(request_ids: Iterable[str], values: Iterable, what: str) -> dict:
         raise ValueError(f"{len(ids)} request ids for {len(values)} {what}")
     out = dict(zip(ids, values))
     if len(out) != len(ids):
-        seen: set[str] = set()
-        twice = sorted({i for i in ids if i in seen or seen.add(i)})
+        twice = sorted(i for i, n in Counter(ids).items() if n > 1)
         raise ValueError(f"request ids given more than once for {what}: {twice[:10]}")
     return out
 

@@ -1,12 +1,13 @@
-"""The retrieval engine: score a pool's signals, fuse, rerank where configured, select.
+"""The retrieval engine: the models, the index builder, and a thin entry to the request path.
 
 One ``Engine`` per pool and set of models. Each signal lives in its own module (``lexical``, ``dense``,
 ``multilingual``), the learned fusion in ``fusion``, the reranker in ``reranking``, how many skills to load in
-``selection``, the steps from fused scores to an answer in ``answering``, and the index the engine reads in
-``index_builder`` (lexical first, then the encoders' indexes, each published whole). The fused ranking is computed
-here only (``fused``), and both the router's ``route`` and the evaluation's system runner (``systems``) read it.
-Without a fusion model the engine is the bi-encoder (+ reranker) path. Routing reads the published ``PoolIndex``
-once per call and works on that object alone, so a call sees the lexical or the full index, never a half-built one;
+``selection``, the index the engine reads in ``index_builder`` (lexical first, then the encoders' indexes, each
+published whole), and what a request does over that index in ``pipeline`` (score → candidates → fuse → rerank →
+select → abstain, the fused ranking computed there only; ``answering`` holds the steps from fused scores to an
+answer). Both the router's ``route`` and the evaluation's system runner (``systems``) read it through here. Without a
+fusion model the engine is the bi-encoder (+ reranker) path. Routing reads the published ``PoolIndex`` once per call
+and the pipeline works on that object alone, so a call sees the lexical or the full index, never a half-built one;
 every answer names the signals it used (``RoutedRequest.signals_used``).
 """
 from __future__ import annotations
@@ -20,18 +21,17 @@ import numpy as np
 
 from skill_assets.lib.core.skill_text import TextCaps
 from skill_assets.lib.models.encoder_backends import BACKENDS
-from skill_assets.lib.retrieval.answering import fused_by, fused_rankings, route_lexical, routed
 from skill_assets.lib.retrieval.dense import DenseIndex
 from skill_assets.lib.retrieval.document_cache import IndexStats
 from skill_assets.lib.retrieval.engine_config import EngineSettings, FittedRouting
-from skill_assets.lib.retrieval.fusion import DEFAULT_DEPTH, Candidates, candidates
+from skill_assets.lib.retrieval.fusion import Candidates
 from skill_assets.lib.retrieval.index_builder import IndexBuilder
 from skill_assets.lib.retrieval.multilingual import MultilingualEncoder
+from skill_assets.lib.retrieval.pipeline import Checkpoint, Pipeline, no_checkpoint
 from skill_assets.lib.retrieval.pool_index import IndexBuild, PoolIndex
 from skill_assets.lib.retrieval.pools import Skill
-from skill_assets.lib.retrieval.ranking import top_k_rankings
 from skill_assets.lib.retrieval.reranking import Reranker, probe_pairs
-from skill_assets.lib.retrieval.results import Fused, RankedSkill, RoutedRequest
+from skill_assets.lib.retrieval.results import Fused, RoutedRequest
 from skill_assets.lib.retrieval.selection import SelectionCut
 from skill_assets.lib.retrieval.signals import MULTILINGUAL_CAPS, SIGNALS
 from skill_assets.lib.retrieval.threads import request_threads
@@ -203,30 +203,20 @@ class Engine:
         copy), else 0. The lexical cut is fitted with it too (``router.shipped_router``)."""
         return self.pool.same_document(a, b)
 
-    # ---- scoring
-    def signal_scores(self, queries: list[str], checkpoint: Callable[[], None] = lambda: None,
-                      signals: Sequence[str] | None = None, pool: PoolIndex | None = None) -> dict[str, np.ndarray]:
-        """``{signal: (queries, pool) scores}`` for ``signals`` (default: every configured one), each over the whole
-        query; a signal whose index is still being built raises.
+    # ---- the request path (``pipeline``)
+    @property
+    def pipeline(self) -> Pipeline:
+        """The parts a request passes through, as they are now (``adoption`` and the router asset set the fusion
+        and cut after construction, ``Router.from_store`` the abstention)."""
+        fitted = FittedRouting(self.fusion, self.selection, self.lexical_fusion, self.lexical_selection,
+                               self.abstention)
+        return Pipeline(self.dense, fitted, self.reranker, self.signals, self.indexes.is_complete)
 
-        ``checkpoint()`` is called before each signal and, inside the encoders, before each piece of a long query is
-        encoded: a caller whose client has gone raises there (``serve``)."""
-        pool = pool or self.pool
-        signals = tuple(signals or self.signals)
-        if missing := [s for s in signals if not pool.has(s)]:
-            raise RuntimeError(f"the {', '.join(missing)} index is still being built")
-        out: dict[str, np.ndarray] = {}
-        with request_threads(len(queries)):
-            if "dense" in signals:
-                checkpoint()
-                out["dense"] = self.dense.scores(queries, pool.dense, checkpoint)
-            if "bm25" in signals:
-                checkpoint()
-                out["bm25"] = pool.lexical.scores(queries)
-            if "multilingual" in signals:
-                checkpoint()
-                out["multilingual"] = pool.multilingual.scores(queries, checkpoint)
-        return out
+    def signal_scores(self, queries: list[str], checkpoint: Checkpoint = no_checkpoint,
+                      signals: Sequence[str] | None = None, pool: PoolIndex | None = None) -> dict[str, np.ndarray]:
+        """``Pipeline.scores`` over ``pool`` (default: the published index); ``checkpoint()`` lets a caller whose
+        client has gone stop there (``serve``)."""
+        return self.pipeline.scores(pool or self.pool, queries, signals, checkpoint)
 
     def signal_versions(self) -> dict[str, str]:
         """What produced each signal's scores (library or weights fingerprint), for ``model_version`` columns."""
@@ -237,25 +227,16 @@ class Engine:
 
     def candidates(self, queries: list[str], depth: int | None = None, scores: dict[str, np.ndarray] | None = None,
                    signals: Sequence[str] | None = None, pool: PoolIndex | None = None) -> list[Candidates]:
-        """Every signal's top ``depth`` of each query, with the fusion features (query language detected);
-        ``scores`` when the caller already has ``signal_scores(queries)``; ``signals`` default: the fusion's."""
-        pool = pool or self.pool
-        signals = signals or (self.fusion.signals if self.fusion else self.signals)
-        return candidates(scores or self.signal_scores(queries, signals=signals, pool=pool), signals, queries,
-                          pool.skill_zh, depth or (self.fusion.depth if self.fusion else DEFAULT_DEPTH))
+        """``Pipeline.candidates`` over ``pool`` (default: the published index)."""
+        return self.pipeline.candidates(pool or self.pool, queries, scores, signals, depth)
 
     def fused(self, queries: list[str], scores: dict[str, np.ndarray] | None = None,
-              checkpoint: Callable[[], None] = lambda: None, pool: PoolIndex | None = None) -> list[Fused]:
-        """The fusion's ranking of each request's candidates: the one place it is computed."""
-        if self.fusion is None:
-            raise RuntimeError("no fusion model: the engine ranks by the bi-encoder alone")
-        pool = pool or self.pool
-        scores = scores or self.signal_scores(queries, checkpoint, self.fusion.signals, pool)
-        return fused_by(self.fusion, self.candidates(queries, scores=scores, pool=pool), checkpoint)
+              checkpoint: Checkpoint = no_checkpoint, pool: PoolIndex | None = None) -> list[Fused]:
+        """``Pipeline.fused`` over ``pool`` (default: the published index)."""
+        return self.pipeline.fused(pool or self.pool, queries, scores, checkpoint)
 
-    # ---- routing
     def route(self, queries: list[str], top_k: int = 20, rerank_depth: int = 20, use_reranker: bool = True,
-              cap: int | None = None, checkpoint: Callable[[], None] = lambda: None) -> list[RoutedRequest]:
+              cap: int | None = None, checkpoint: Checkpoint = no_checkpoint) -> list[RoutedRequest]:
         """Per request: the ranking (``top_k`` long, or the pool if smaller), reranked at the head where a reranker
         is configured, ``selected``, the skills to load (1 to ``cap``, default the cut's cap), and
         ``signals_used``.
@@ -266,27 +247,6 @@ class Engine:
         With an abstention, a fused answer no skill fits has ``selected`` empty and ``no_fit`` saying why, its
         ranking unchanged (not the lexical answer: the abstention reads every signal's best score).
         ``checkpoint()`` is called between stages (each signal, each request's fusion), so a caller can stop
-        work whose client has gone."""
-        if top_k < 1:
-            raise ValueError("top_k must be >= 1")
-        if not queries:
-            return []
-        pool = self.pool  # this call's index, whatever a background build publishes meanwhile
-        if not self.indexes.is_complete(pool):
-            return route_lexical(pool, queries, top_k, cap, checkpoint, self.lexical_fusion, self.lexical_selection)
-        rerank = self.reranker if use_reranker and rerank_depth > 0 else None
-        if self.fusion is None:
-            depth = max(top_k, rerank_depth) if rerank else top_k
-            rankings = top_k_rankings(self.dense.scores(queries, pool.dense), pool.ids, depth)
-            if rerank:
-                rankings = rerank.rerank(queries, rankings, pool.reranker_texts(), rerank_depth)
-            return [RoutedRequest([RankedSkill(sid, score, {}) for sid, score in r[:top_k]], [r[0][0]], ("dense",))
-                    for r in rankings]
-        fused = self.fused(queries, checkpoint=checkpoint, pool=pool)
-        rankings = fused_rankings(fused, pool)
-        if rerank:
-            checkpoint()
-            rankings = rerank.rerank(queries, rankings, pool.reranker_texts(), rerank_depth)
-        answers = [routed(query, f, ranking, top_k, cap, self.fusion, self.selection, pool.cosine, pool)
-                   for query, f, ranking in zip(queries, fused, rankings)]
-        return self.abstention.apply(queries, fused, answers, len(pool.ids)) if self.abstention else answers
+        work whose client has gone. The published index is read once, here: the call works on that one whatever a
+        background build publishes meanwhile."""
+        return self.pipeline.route(self.pool, queries, top_k, rerank_depth, use_reranker, cap, checkpoint)

@@ -40,6 +40,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from skill_assets.lib.retrieval.engine import Engine
+from skill_assets.lib.retrieval.pipeline import Pipeline
 from skill_assets.lib.retrieval.pool_index import PoolIndex
 from skill_assets.lib.retrieval.results import Fused, RankedSkill, RoutedRequest
 from skill_assets.lib.retrieval.selection import PART_PROBABILITY, PARTS_MOST
@@ -75,25 +76,25 @@ def route_by_parts(engine: Engine, queries: list[str], top_k: int = 20, cap: int
     split = {i: task_parts(q) for i, q in enumerate(queries)}
     split = {i: parts if setup_parts else need_parts(parts) for i, parts in split.items() if len(parts) > 1}
     split = {i: parts for i, parts in split.items() if len(parts) <= MAX_PARTS}
-    if not split or engine.fusion is None or not engine.complete:
+    pool, pipeline = engine.pool, engine.pipeline  # one index for the whole call, whatever a build publishes meanwhile
+    if not split or pipeline.fusion is None or not pipeline.is_complete(pool):
         return route_whole(queries)
     out: dict[int, RoutedRequest] = {}
     if whole_only := [i for i in range(len(queries)) if i not in split]:
         out.update(zip(whole_only, route_whole([queries[i] for i in whole_only])))
-    pool = engine.pool  # one index for the whole call, whatever a background build publishes meanwhile
-    fused = iter(engine.fused([t for i, parts in split.items() for t in (queries[i], *parts)], checkpoint=checkpoint,
-                              pool=pool))
+    fused = iter(pipeline.fused(pool, [t for i, parts in split.items() for t in (queries[i], *parts)],
+                                checkpoint=checkpoint))
     for i, parts in split.items():
         whole = next(fused)
-        out[i] = _merged(engine, queries[i], whole, [next(fused) for _ in parts], top_k, cap, candidates, pool,
+        out[i] = _merged(pipeline, queries[i], whole, [next(fused) for _ in parts], top_k, cap, candidates, pool,
                          most, part_probability)
     return [out[i] for i in range(len(queries))]
 
 
-def _merged(engine: Engine, query: str, whole: Fused, parts: Sequence[Fused], top_k: int, cap: int | None,
+def _merged(pipeline: Pipeline, query: str, whole: Fused, parts: Sequence[Fused], top_k: int, cap: int | None,
             candidates: int, pool: PoolIndex, most: int, part_probability: float) -> RoutedRequest:
     """One request's merged ranking and selection (the noisy-OR of the module's docstring)."""
-    cut = engine.selection
+    cut = pipeline.fitted.selection
     head = [int(j) for j in whole.order[:candidates]]
     row_of = {int(whole.cands.rows[j]): j for j in head}
     miss = {j: 1.0 - cut.platt.probability(float(whole.scores[j])) for j in head}  # P(no evidence serves s)
@@ -107,12 +108,12 @@ def _merged(engine: Engine, query: str, whole: Fused, parts: Sequence[Fused], to
     merged = sorted(((cut.platt.fused_score(1.0 - miss[j]), -n, j) for n, j in enumerate(head)), reverse=True)
     order = [j for _, _, j in merged] + [int(j) for j in whole.order[candidates:]]
     scores = {j: s for s, _, j in merged} | {int(j): float(whole.scores[j]) for j in whole.order[candidates:]}
-    names = engine.fusion.signals
+    names = pipeline.fusion.signals
     ranked = [RankedSkill(pool.ids[whole.cands.rows[j]], scores[j],
                           {**{n: round(float(whole.cands.raw[j, i]), 6) for i, n in enumerate(names)},
                            "fused": round(scores[j], 6)})
               for j in order[:top_k]]
-    selected = cut.select_by_parts([(pool.ids[whole.cands.rows[j]], scores[j]) for j in order], engine.similarity,
+    selected = cut.select_by_parts([(pool.ids[whole.cands.rows[j]], scores[j]) for j in order], pool.cosine,
                                    query, {pool.ids[whole.cands.rows[j]] for j in lifted}, len(parts), cap, most,
                                    part_probability)
     return RoutedRequest(ranked, selected, tuple(names))

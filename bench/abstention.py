@@ -54,11 +54,11 @@ def answerable_figures(router: Router, requests: list[Request]) -> dict:
     """Selected-set F1 and Hit@1 with the abstention and without it (the same router, its abstention removed)."""
     queries = [q.query for q in requests]
     with_abstention = router.route(queries, top_k=TOP_K)
-    model, router.abstention = router.abstention, None
+    model, router.engine.abstention = router.engine.abstention, None
     try:
         without = router.route(queries, top_k=TOP_K)
     finally:
-        router.abstention = model
+        router.engine.abstention = model
 
     def figures(routed) -> dict:
         f1 = [set_scores(r.selected, q.groups)[1] for r, q in zip(routed, requests)]
@@ -101,7 +101,7 @@ def main() -> int:
     args = ap.parse_args()
     cache = Path(args.cache_dir)
     router = Router.from_store(db_path=cache / "no-store.duckdb", cache_dir=cache, log=stderr_log)
-    if router.abstention is None:
+    if router.engine.abstention is None:
         raise SystemExit("the shipped router has no abstention it can use (see the log line above): refit it with "
                          "skill-assets build-default-router --pool DIR --abstention-only")
     skills = load_pool(args.corpus).skills
@@ -119,9 +119,9 @@ def main() -> int:
         stderr_log(f"{name}: abstained {f['abstained']}" + (f", set F1 drop {f['f1_drop']}" if "f1_drop" in f else ""))
     if not args.no_doc:
         write_section("abstention", f"`bench/abstention.py{' --test' if args.test else ''}`; pool: {len(skills)} "
-                      f"corpus skills; threshold {router.abstention.threshold:.3f} (`shipped/abstention.json`: "
-                      f"{router.abstention.card.get('rule', '')}).\n\n" + table(no_fit, answerable))
-    print(json.dumps({"threshold": round(router.abstention.threshold, 4), **no_fit, **answerable},
+                      f"corpus skills; threshold {router.engine.abstention.threshold:.3f} (`shipped/abstention.json`: "
+                      f"{router.engine.abstention.card.get('rule', '')}).\n\n" + table(no_fit, answerable))
+    print(json.dumps({"threshold": round(router.engine.abstention.threshold, 4), **no_fit, **answerable},
                      ensure_ascii=False))
     return 0
 

@@ -29,6 +29,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 from results_doc import write_section  # noqa: E402
 from shared_corpus import CORPUS  # noqa: E402
 
+from skill_assets.lib.retrieval.engine import Engine  # noqa: E402
 from skill_assets.lib.retrieval.engine_config import FittedRouting
 from skill_assets.lib.models.bundled_models import bundled_minilm  # noqa: E402
 from skill_assets.lib.evaluation.curated_benchmark import load_requests  # noqa: E402
@@ -53,7 +54,7 @@ def scored(rankings: list[Ranking], requests: list[Request]) -> dict[str, float]
     return {m: round(float(np.nanmean(per[m])), 4) for m in METRICS}
 
 
-def systems_on(router: Router, model, requests: list[Request]) -> dict[str, dict[str, float]]:
+def systems_on(router: Engine, model, requests: list[Request]) -> dict[str, dict[str, float]]:
     """BM25, each RRF pair and the fusion ``model`` on ``requests``, from the one system runner."""
     shipped, router.fusion = router.fusion, model
     try:
@@ -64,7 +65,7 @@ def systems_on(router: Router, model, requests: list[Request]) -> dict[str, dict
             if name in ("bm25", "fusion") or name.startswith("rrf:")}
 
 
-def bm25_hit1(router: Router, requests: list[Request]) -> float:
+def bm25_hit1(router: Engine, requests: list[Request]) -> float:
     rankings = top_k_rankings(router.signal_scores([q.query for q in requests])["bm25"], router.ids, 50)
     return round(float(np.nanmean(per_query_metrics(run_of(requests, rankings), qrels(requests))["hit@1"])), 4)
 
@@ -102,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     skills, _ = load_pool(args.corpus)
     shipped, _ = shipped_router()
     card = shipped.card
-    router = Router(bundled_minilm(), cache_dir=args.cache_dir, signals=shipped.signals, fitted=FittedRouting(shipped),
+    router = Engine(bundled_minilm(), cache_dir=args.cache_dir, signals=shipped.signals, fitted=FittedRouting(shipped),
                     log=stderr_log)
     router.index(skills)
     curated = load_requests(CURATED_REQUESTS)

@@ -73,18 +73,18 @@ def percentiles(fn: Callable[[], object], runs: int, warmup: int = 3) -> tuple[f
     return round(float(np.percentile(times, 50)), 1), round(float(np.percentile(times, 95)), 1)
 
 
-def stage_medians(router: Router, texts: list[str], runs: int) -> dict[str, float]:
+def stage_medians(engine: Engine, texts: list[str], runs: int) -> dict[str, float]:
     """Median ms of each stage of the part-wise path over ``texts``: each signal's scoring of all of them (one call
     each, as ``route_by_parts`` scores them) and the candidates and fusion from those scores."""
     times: dict[str, list[float]] = {s: [] for s in STAGES}
     for _ in range(runs):
         scores = {}
-        for signal in router.fusion.signals:
+        for signal in engine.fusion.signals:
             t0 = time.perf_counter()
-            scores |= router.signal_scores(texts, signals=(signal,))
+            scores |= engine.signal_scores(texts, signals=(signal,))
             times[signal].append((time.perf_counter() - t0) * 1000)
         t0 = time.perf_counter()
-        router.fused(texts, scores=scores)
+        engine.fused(texts, scores=scores)
         times["fusion"].append((time.perf_counter() - t0) * 1000)
     return {s: round(float(np.median(v)), 1) for s, v in times.items() if v}
 
@@ -107,9 +107,9 @@ def measure(pool_size: int, corpus: Path, cache: Path, runs: int) -> dict:
     texts = [request, *parts]
     out = {"pool": len(pool), "words": len(request.split()), "need_parts": len(parts), "cores": os.cpu_count(),
            "load_average_before": [round(x, 2) for x in os.getloadavg()]}
-    out["whole_p50_ms"], out["whole_p95_ms"] = percentiles(lambda: Engine.route(router, [request]), runs)
+    out["whole_p50_ms"], out["whole_p95_ms"] = percentiles(lambda: router.engine.route([request]), runs)
     out["parts_p50_ms"], out["parts_p95_ms"] = percentiles(lambda: router.route([request]), runs)
-    out["parts_stage_ms"] = stage_medians(router, texts, max(3, runs // 3))
+    out["parts_stage_ms"] = stage_medians(router.engine, texts, max(3, runs // 3))
     out["dense_tokens"] = {"whole": dense_tokens(router, [request]), "parts": dense_tokens(router, parts)}
     out["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
     return out

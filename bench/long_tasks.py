@@ -123,7 +123,7 @@ def part_routes(engine: Engine, requests: list[Request], whole: list[RoutedReque
 
 
 def whole_routes(engine: Engine, requests: list[Request]) -> list[RoutedRequest]:
-    return Engine.route(engine, [r.query for r in requests], top_k=TOP_K)
+    return engine.route([r.query for r in requests], top_k=TOP_K)
 
 
 def selection_summary(routes: list[RoutedRequest], requests: list[Request]) -> dict:
@@ -276,7 +276,7 @@ def main() -> int:
     args = ap.parse_args()
     cache = Path(args.cache_dir)
     skills = load_pool(args.corpus).skills
-    router = Router.from_store(db_path=cache / "no-store.duckdb", cache_dir=cache, log=stderr_log)
+    router = Router.from_store(db_path=cache / "no-store.duckdb", cache_dir=cache, log=stderr_log).engine
     router.index(skills)
     fuse_once(router)
     dev = long_split("dev")

@@ -5,11 +5,11 @@
 Reads every SKILL.md of the shared corpus beside the repository (``bench/shared_corpus.py``: the
 router's own pool loader; rejected files are counted), then adds deterministic variants (renamed, body
 paragraphs rotated) until the pool has ``--pool-size`` distinct ids; nothing is copied into the
-repository. Indexes the pool through ``Router`` (every index cached under ``--cache-dir``: the first run
+repository. Indexes the pool through an ``Engine`` (every index cached under ``--cache-dir``: the first run
 encodes, reruns are cache hits), then times single-query routing: the hybrid path (BM25 + bi-encoder +
 multilingual encoder, the learned fusion and the selection cut; ``--fusion`` or the store's newest
 ``router_fusion``), the bi-encoder alone (embed + exact search) and embed + search + cross-encoder
-rerank of the top 20; then a second start: a fresh ``Router`` over the same pool and cache (index load +
+rerank of the top 20; then a second start: a fresh ``Engine`` over the same pool and cache (index load +
 first request); then ``per_query_metrics`` on 10,000 random depth-50 rankings over the pool.
 The last stdout line is one JSON object with the figures.
 """
@@ -29,6 +29,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from shared_corpus import add_pool_arguments, corpus_pool  # noqa: E402
 
+from skill_assets.lib.retrieval.engine import Engine  # noqa: E402
 from skill_assets.lib.retrieval.engine_config import EngineSettings, FittedRouting
 from skill_assets.lib.models import model_registry as registry  # noqa: E402
 from skill_assets.lib.models.bundled_models import bundled_minilm  # noqa: E402
@@ -39,7 +40,7 @@ from skill_assets.lib.core.skill_groups import singleton_groups  # noqa: E402
 from skill_assets.lib.retrieval.fusion_training import load_router_model  # noqa: E402
 from skill_assets.lib.retrieval.pools import Skill  # noqa: E402
 from skill_assets.lib.retrieval.signals import SIGNALS  # noqa: E402
-from skill_assets.router.routing import Router, stderr_log  # noqa: E402
+from skill_assets.router.routing import stderr_log  # noqa: E402
 
 def sample_queries(pool: list[Skill], n: int, seed: int) -> list[str]:
     """Natural-ish queries: the first clause of sampled descriptions, 4-24 words."""
@@ -107,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
                     settings=EngineSettings(num_threads=args.threads, reranker_max_length=args.rerank_max_length,
                                             reranker_backend=args.reranker_backend,
                                             embedder_backend=args.embedder_backend))
-    router = Router(embedder, log=stderr_log, **settings)
+    router = Engine(embedder, log=stderr_log, **settings)
     stats = router.index(pool)
     stderr_log(f"index: {stats.seconds:.1f}s ({stats.encoded} encoded, {stats.cached} cached)")
     if args.index_only:
@@ -118,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     stderr_log(f"hybrid (3 signals + fusion + selection): p50 {np.percentile(hybrid, 50):.1f} ms, "
                f"p95 {np.percentile(hybrid, 95):.1f} ms")
     t = time.perf_counter()
-    restarted = Router(embedder, **settings)
+    restarted = Engine(embedder, **settings)
     second = restarted.index(pool)
     second_index_s = time.perf_counter() - t
     restarted.route([queries[0]], top_k=20, use_reranker=False)

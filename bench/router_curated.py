@@ -30,6 +30,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from shared_corpus import CORPUS  # noqa: E402
 
+from skill_assets.lib.retrieval.engine import Engine  # noqa: E402
 from skill_assets.lib.retrieval.engine_config import EngineSettings
 from skill_assets.lib.models import model_registry as registry  # noqa: E402
 from skill_assets.lib.models.bundled_models import bundled_minilm
@@ -43,7 +44,7 @@ from skill_assets.lib.retrieval.requests import Request, qrels, run_of  # noqa: 
 from skill_assets.lib.retrieval.selection import set_scores  # noqa: E402
 from skill_assets.lib.retrieval.signals import SIGNALS  # noqa: E402
 from skill_assets.lib.retrieval.systems import run_systems  # noqa: E402
-from skill_assets.router.routing import Router, stderr_log  # noqa: E402
+from skill_assets.router.routing import stderr_log  # noqa: E402
 
 HEADLINE = ("hit@1", "ndcg@10", "fc@10", "set_compat")
 DIRECTIONS = ("en2en", "en2zh", "zh2en", "zh2zh")
@@ -61,7 +62,7 @@ def summarise(per_query: dict[str, np.ndarray], requests: list[Request]) -> dict
     return out
 
 
-def selection_report(router: Router, fused: Run, requests: list[Request]) -> dict:
+def selection_report(router: Engine, fused: Run, requests: list[Request]) -> dict:
     """Exact-set match and set F1 of ``selected`` (from the ``fused`` run's rankings) vs fixed k and the oracle k,
     overall and by ground-truth k."""
     cut = router.selection
@@ -112,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
                f"{sum(1 for r in requests if any(not set(g) & pool_ids for g in r.groups))}")
     embedder = args.embedder or registry.newest_path(None, registry.EMBEDDER) or bundled_minilm()
     reranker = args.reranker or registry.newest_path(None, registry.RERANKER)
-    router = Router(embedder, reranker, cache_dir=args.cache_dir, signals=SIGNALS,
+    router = Engine(embedder, reranker, cache_dir=args.cache_dir, signals=SIGNALS,
                     settings=EngineSettings(num_threads=args.threads), log=stderr_log)
     stats = router.index(skills)
     stderr_log(f"indexed in {stats.seconds:.1f}s ({stats.encoded} encoded)")
@@ -167,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def fit_fusion(router: Router, requests: list[Request], signals: tuple[str, ...], source: str):
+def fit_fusion(router: Engine, requests: list[Request], signals: tuple[str, ...], source: str):
     """A fusion over ``signals`` fitted on train, chosen on dev (every signal, or one left out for the ablation)."""
     return train_fusion(lambda qs: router.candidates(qs, signals=signals), router.ids, requests, signals,
                         router.similarity, depth=50, data_source=f"curated:{Path(source).name}", log=stderr_log)

@@ -85,7 +85,7 @@ def summary(values: dict[str, np.ndarray], before: dict[str, np.ndarray] | None)
     return row
 
 
-def routed(engine: Engine, requests: list[Request]) -> list[Ranking]:
+def routed(engine: Engine | Router, requests: list[Request]) -> list[Ranking]:
     return [r.pairs for r in engine.route([q.query for q in requests], top_k=10)]
 
 
@@ -95,7 +95,7 @@ def signal_rankings(engine: Engine, requests: list[Request], signal: str) -> lis
     return [[(engine.ids[j], float(row_scores[j])) for j in row] for row, row_scores in zip(order, scores)]
 
 
-def score_set(name: str, requests: list[Request], engines: dict[str, Engine], log) -> dict:
+def score_set(name: str, requests: list[Request], engines: dict[str, Engine | Router], log) -> dict:
     """Every system on one request set: means, intervals against router:before, and by direction."""
     runs = {"bm25": signal_rankings(engines["before"], requests, "bm25"),
             "multilingual": signal_rankings(engines["before"], requests, "multilingual"),
@@ -121,7 +121,7 @@ def score_set(name: str, requests: list[Request], engines: dict[str, Engine], lo
     return out
 
 
-def engines_over(skills: list[Skill], before_dir: Path, cache: Path, log) -> dict[str, Engine]:
+def engines_over(skills: list[Skill], before_dir: Path, cache: Path, log) -> dict[str, Engine | Router]:
     fusion, cut = load_router_model(before_dir)
     before = Engine(bundled_minilm(), cache_dir=cache, fitted=FittedRouting(fusion, cut), signals=SIGNALS, log=log)
     before.index(skills)

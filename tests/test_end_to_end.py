@@ -162,7 +162,7 @@ def test_the_demo_leaves_the_shipped_router_and_says_why(demo_store):
     assert not rr_adopted and "needs 100" in rr_reason
     said: list[str] = []
     router = Router.from_store(db_path=demo_store, log=said.append)
-    assert router.fusion.linear == shipped_router()[0].linear and router.reranker_path is None
+    assert router.engine.fusion.linear == shipped_router()[0].linear and router.engine.reranker_path is None
     assert any("fusion" in m and "needs 100" in m for m in said) and any("reranker" in m for m in said)
 
 

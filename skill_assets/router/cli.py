@@ -164,7 +164,7 @@ def run_index(args: argparse.Namespace) -> int:
         print(f"skill-assets index: error: {exc}", file=sys.stderr)
         return 2
     stats = router.index(skills)
-    write_manifest(router, skills, args.pool, out)
+    write_manifest(router.engine, skills, args.pool, out)
     stderr_log(f"indexed {stats.skills} skills into {out} in {stats.seconds:.1f}s ({stats.cached} cached, "
                f"{stats.encoded} documents encoded; signals: {', '.join(router.signals)})")
     return 0
@@ -328,12 +328,13 @@ def open_router(args: argparse.Namespace, background: bool = False):
     skills = open_pool(args, None if args.index else router.cache_dir)
     if args.index:
         try:
-            stderr_log(str(check_index(router, skills, Path(args.index))))
+            stderr_log(str(check_index(router.engine, skills, Path(args.index))))
         except PrebuiltIndexError as exc:
             raise RouteInputError(str(exc)) from None
-    stderr_log(f"pool: {len(skills)} skills; embedder: {router.embedder_path}; "
-               f"reranker: {router.reranker_path or 'none'}; signals: {', '.join(router.signals)}; "
-               f"fusion: {router.fusion.kind if router.fusion else 'none'}")
+    engine = router.engine
+    stderr_log(f"pool: {len(skills)} skills; embedder: {engine.embedder_path}; "
+               f"reranker: {engine.reranker_path or 'none'}; signals: {', '.join(engine.signals)}; "
+               f"fusion: {engine.fusion.kind if engine.fusion else 'none'}")
     if getattr(args, "ready", "full") == "full":
         build = router.start_index(skills, encoders="now")
         stderr_log(f"indexed in {build.stats.seconds:.1f}s ({build.stats.cached} cached, {build.stats.encoded} "

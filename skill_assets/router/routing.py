@@ -1,87 +1,75 @@
-"""The ``Router`` facade: the retrieval engine with the parts a user gets by default.
+"""The ``Router`` facade: the engine a user gets, routing long requests by their parts.
 
-``Router.from_store().route([...])`` is the one entry point; ``skill-assets route`` (``cli``) and
-the MCP server (``serve``) are thin over it. Everything it does past choosing its parts is the
-engine's (``lib.retrieval.engine``): index, score, fuse, rerank, select, one result shape
-(``RoutedRequest``).
+``Router.from_store().route([...])`` is the one entry point; ``skill-assets route`` (``cli``) and the MCP server
+(``serve``, ``watch``) are thin over it. It wraps an ``Engine`` (``lib.retrieval.defaults.default_engine`` chooses its
+parts) and shows what serving a pool needs: route, index and re-index, and what is published. Everything else (the
+signals' scores, the fusion, the models) is the engine's, at ``router.engine``.
 """
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from skill_assets.lib.models.bundled_models import bundled_minilm
-from skill_assets.lib.common.store import resolve_db
-from skill_assets.lib.retrieval.abstention import load_abstention
-from skill_assets.lib.retrieval.defaults import default_parts, lexical_router
-from skill_assets.lib.retrieval.engine import CACHE_ENV, Engine
-from skill_assets.lib.retrieval.engine_config import EngineSettings, FittedRouting
-from skill_assets.lib.retrieval.fusion_training import load_router_model
-from skill_assets.lib.retrieval.part_routing import route_by_parts
-from skill_assets.lib.retrieval.pools import load_pool
+from skill_assets.lib.retrieval.defaults import default_engine
+from skill_assets.lib.retrieval.document_cache import IndexStats
+from skill_assets.lib.retrieval.engine import Engine
+from skill_assets.lib.retrieval.engine_config import EngineSettings
+from skill_assets.lib.retrieval.part_routing import route_as_user
+from skill_assets.lib.retrieval.pool_index import IndexBuild
+from skill_assets.lib.retrieval.pools import Skill, load_pool
 from skill_assets.lib.retrieval.results import RoutedRequest
 
-#: ``reranker=`` values meaning "the bundled base MiniLM as a cross-encoder" / "no reranker"
-BASE_RERANKER = ("base", "minilm")
-NO_RERANKER = ("none", "off", "")
+
+def _engine_attribute(name: str) -> property:
+    """The engine's ``name``, read through the router: one line a member of the router's small surface."""
+    return property(lambda router: getattr(router.engine, name), doc=f"``Engine.{name}``")
 
 
-class Router(Engine):
-    """The engine, built by ``from_store`` from the shipped router or a store's adopted parts."""
+class Router:
+    """An engine whose ``route`` takes a long task statement part by part (``part_routing.route_as_user``)."""
+
+    load_pool = staticmethod(load_pool)
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
 
     @classmethod
     def from_store(cls, db_path: str | Path | None = None, embedder: str | Path | None = None,
                    reranker: str | Path | None = None, fusion: str | Path | None = None,
                    cache_dir: str | Path | None = None, settings: EngineSettings | None = None,
                    log: Callable[[str], None] | None = None) -> Router:
-        """The router a user gets: the shipped router (``lib.retrieval.defaults``: fusion and selection cut fitted
-        on the curated benchmark, bundled MiniLM, no reranker), unless the store's newest fusion or reranker passed
-        the adoption rule (``adoption``: ≥ 100 train and ≥ 50 disjoint dev requests, and a dev win over the
-        default); each store model left out is logged with the reason. Explicit arguments win: ``embedder`` a
-        bi-encoder path; ``fusion`` a fusion folder or ``"none"`` for the bi-encoder path alone; ``reranker`` a
-        path, ``"base"`` (the bundled MiniLM as a cross-encoder, random head) or ``"none"``. While only BM25 is
-        indexed (``start_index``) the router answers with the fusion folder's lexical path (``lexical/``; the
-        shipped router's where the folder has none). Where the fusion folder holds an abstention fitted over that
-        fusion and this router's encoders (the shipped one does), a request no skill fits selects none
-        (``load_abstention``; one log line where it is left out). ``settings``: how the models run."""
-        log = log or (lambda msg: None)
-        db = resolve_db(db_path)
-        parts = default_parts(db)
-        for note in parts.notes:
-            log(note)
-        fusion_dir, fitted = None, None
-        if fusion is None or str(fusion).lower() not in NO_RERANKER:
-            fusion_dir = str(fusion) if fusion is not None else parts.fusion_dir
-            model, cut = load_router_model(fusion_dir)
-            fitted = FittedRouting(model, cut, *(lexical_router(fusion_dir) if "bm25" in model.signals else ()))
-        emb = str(embedder) if embedder else (parts.embedder if fusion is None else bundled_minilm())
-        if reranker is None:
-            rr = parts.reranker if fusion is None else None
-        elif str(reranker).lower() in NO_RERANKER:
-            rr = None
-        elif str(reranker).lower() in BASE_RERANKER:
-            rr = bundled_minilm()
-        else:
-            rr = str(reranker)
-        if cache_dir is None and not os.environ.get(CACHE_ENV) and db.is_file():
-            cache_dir = db.resolve().parent / "index_cache"
-        router = cls(emb, rr, fitted=fitted, settings=settings, cache_dir=cache_dir, log=log)
-        if fusion_dir is not None:
-            router.abstention = load_abstention(fusion_dir, router, log)
-        return router
+        """The router a user gets: over ``default_engine`` (the shipped router unless a store's parts passed the
+        adoption rule; explicit arguments win)."""
+        return cls(default_engine(db_path, embedder, reranker, fusion, cache_dir, settings, log))
 
     def route(self, queries: list[str], top_k: int = 20, rerank_depth: int = 20, use_reranker: bool = True,
               cap: int | None = None, checkpoint: Callable[[], None] = lambda: None) -> list[RoutedRequest]:
         """``Engine.route``, except that a long task statement of several need parts is routed whole and part by
-        part and merged (``part_routing``; over the shipped router, on the long-task dev split, 65 tasks: Set-Compat
-        10.8 -> 20.0, FC@10 36.9 -> 46.2, Hit@1 53.8 -> 52.3, one task; the short dev sets within one request); a
-        request of one part routes exactly as the engine routes it."""
-        return route_by_parts(self, queries, top_k, cap, checkpoint=checkpoint, route_whole=lambda texts: Engine.route(
-            self, texts, top_k, rerank_depth, use_reranker, cap, checkpoint))
+        part and merged (``part_routing.route_as_user``)."""
+        return route_as_user(self.engine, queries, top_k, rerank_depth, use_reranker, cap, checkpoint)
 
-    load_pool = staticmethod(load_pool)
+    # ---- the index (``Engine``): built, rebuilt as the pool changes (``watch``)
+    def index(self, skills: list[Skill]) -> IndexStats:
+        """Every signal's index of ``skills``, once the full index is published."""
+        return self.engine.index(skills)
+
+    def start_index(self, skills: list[Skill], encoders: str = "background") -> IndexBuild:
+        """BM25's index published before this returns, the encoders' as ``encoders`` says (``Engine.start_index``)."""
+        return self.engine.start_index(skills, encoders=encoders)
+
+    def keep_lexical_tokens(self) -> None:
+        self.engine.keep_lexical_tokens()
+
+    # ---- what is published, and what the server (``serve``), the watcher (``watch``, which also loads the
+    # bi-encoder before its first re-index) and ``cli`` read
+    pool = _engine_attribute("pool")
+    skills = _engine_attribute("skills")
+    skill_by_id = _engine_attribute("skill_by_id")
+    ready_signals = _engine_attribute("ready_signals")
+    signals = _engine_attribute("signals")
+    cache_dir = _engine_attribute("cache_dir")
+    dense = _engine_attribute("dense")
 
 
 def stderr_log(msg: str) -> None:

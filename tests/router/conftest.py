@@ -11,7 +11,8 @@ from skill_assets.lib.models.bundled_models import bundled_minilm  # noqa: E402
 from skill_assets.lib.evaluation.curated_benchmark import load_requests  # noqa: E402
 from skill_assets.lib.retrieval.fusion_training import save_router_model, train_fusion  # noqa: E402
 from skill_assets.lib.retrieval.signals import SIGNALS  # noqa: E402
-from skill_assets.router import Router, load_pool  # noqa: E402
+from skill_assets.lib.retrieval.engine import Engine  # noqa: E402
+from skill_assets.router import load_pool  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -21,7 +22,7 @@ def toy(tmp_path_factory):
     root = tmp_path_factory.mktemp("toy")
     skills, rejected = load_pool(write_pool(root / "pool"))
     assert not rejected
-    router = Router(bundled_minilm(), cache_dir=root / "cache", signals=SIGNALS)
+    router = Engine(bundled_minilm(), cache_dir=root / "cache", signals=SIGNALS)
     router.index(skills)
     requests = load_requests(write_requests(root / "requests.jsonl"))
     seen: list[str] = []

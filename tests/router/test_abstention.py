@@ -109,7 +109,7 @@ def test_an_abstention_fitted_over_another_fusion_is_left_out_with_one_line(tmp_
     lines: list[str] = []
     router = Router.from_store(db_path=tmp_path / "missing.duckdb", fusion=folder, cache_dir=tmp_path / "cache",
                                log=lines.append)
-    assert router.fusion is not None and router.abstention is None
+    assert router.engine.fusion is not None and router.engine.abstention is None
     said = [line for line in lines if "abstention" in line]
     assert len(said) == 1 and "another fusion" in said[0] and "--abstention-only" in said[0]
 
@@ -119,13 +119,13 @@ def test_an_abstention_over_other_encoders_is_left_out_with_one_line(tmp_path):
     router = Router.from_store(db_path=tmp_path / "missing.duckdb", cache_dir=tmp_path / "cache",
                                settings=EngineSettings(multilingual_model="another/multilingual-model"),
                                log=lines.append)
-    assert router.abstention is None
+    assert router.engine.abstention is None
     assert len([line for line in lines if "abstention not used" in line and "encoders" in line]) == 1
 
 
 def test_small_talk_selects_no_skill_and_says_why_an_answerable_request_loads_one(shipped):
     router, _ = shipped
-    assert router.abstention is not None
+    assert router.engine.abstention is not None
     chat, task = router.route([CHIT_CHAT, ANSWERABLE], top_k=5)
     assert chat.selected == [] and chat.no_fit.startswith("no skill fits:") and "\n" not in chat.no_fit
     assert len(chat.ranking) == 5  # the nearest skills, still
@@ -137,11 +137,11 @@ def test_abstention_leaves_every_ranking_as_it_is(shipped):
     router, _ = shipped
     queries = [CHIT_CHAT, ANSWERABLE, "帮我写一封应聘数据分析师岗位的求职信", "你好呀，今天过得怎么样"]
     with_abstention = router.route(queries, top_k=10)
-    model, router.abstention = router.abstention, None
+    model, router.engine.abstention = router.engine.abstention, None
     try:
         without = router.route(queries, top_k=10)
     finally:
-        router.abstention = model
+        router.engine.abstention = model
     assert [r.ranking for r in with_abstention] == [r.ranking for r in without]
     assert all(r.selected for r in without)
 
@@ -207,4 +207,4 @@ def test_a_fresh_router_folder_without_an_abstention_routes_as_before(tmp_path):
     (folder / ABSTENTION_FILE).unlink()
     lines: list[str] = []
     router = Router.from_store(db_path=tmp_path / "missing.duckdb", fusion=folder, log=lines.append)
-    assert router.abstention is None and not [line for line in lines if "abstention" in line]
+    assert router.engine.abstention is None and not [line for line in lines if "abstention" in line]

@@ -27,7 +27,7 @@ from skill_assets.lib.retrieval.selection import (  # noqa: E402
     set_scores,
 )
 from skill_assets.lib.retrieval.signals import SIGNALS  # noqa: E402
-from skill_assets.router import Router  # noqa: E402
+from skill_assets.lib.retrieval.engine import Engine  # noqa: E402
 
 
 def test_fusion_is_fitted_on_train_chosen_on_dev_and_never_reads_test(toy):
@@ -64,7 +64,7 @@ def test_saved_model_loads_back_and_routes_with_signals_and_selection(toy):
     assert cut == fitted.cut
     c = router.candidates([requests[0].query])[0]
     np.testing.assert_allclose(model.score(c), fitted.model.score(c), rtol=1e-5, atol=1e-6)
-    hybrid = Router(bundled_minilm(), cache_dir=root / "cache", fitted=FittedRouting(model, cut))
+    hybrid = Engine(bundled_minilm(), cache_dir=root / "cache", fitted=FittedRouting(model, cut))
     hybrid.index(router.skills)
     (routed,) = hybrid.route(["帮我写一封应聘数据分析师岗位的求职信"], top_k=5)
     line = routed.as_dict("q1")

@@ -12,7 +12,8 @@ from bilingual_pool import write_pool  # noqa: E402
 from skill_assets.lib.models.bundled_models import bundled_minilm  # noqa: E402
 from skill_assets.lib.retrieval.chunking import best_piece, chunk_embeddings, text_chunks  # noqa: E402
 from skill_assets.lib.retrieval.signals import SIGNALS  # noqa: E402
-from skill_assets.router import Router, load_pool  # noqa: E402
+from skill_assets.lib.retrieval.engine import Engine  # noqa: E402
+from skill_assets.router import load_pool  # noqa: E402
 
 #: about 3,000 characters of project context that names no skill's topic
 PREAMBLE = " ".join(
@@ -49,7 +50,7 @@ def test_a_long_text_scores_by_its_best_piece():
 def router(tmp_path_factory):
     root = tmp_path_factory.mktemp("long")
     skills, _ = load_pool(write_pool(root / "pool"))
-    r = Router(bundled_minilm(), cache_dir=root / "cache", signals=SIGNALS)
+    r = Engine(bundled_minilm(), cache_dir=root / "cache", signals=SIGNALS)
     r.index(skills)
     return r
 

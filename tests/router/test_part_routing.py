@@ -49,7 +49,7 @@ def fused(toy):
     """The toy pool routed by the fusion and cut fitted on the toy requests."""
     router, _, _, _, folder, root = toy
     fusion, cut = load_router_model(folder)
-    engine = Router(bundled_minilm(), cache_dir=root / "cache", fitted=FittedRouting(fusion, cut), signals=SIGNALS)
+    engine = Engine(bundled_minilm(), cache_dir=root / "cache", fitted=FittedRouting(fusion, cut), signals=SIGNALS)
     engine.index(router.skills)
     return engine
 
@@ -101,19 +101,19 @@ def test_the_merge_puts_each_parts_best_skill_in_the_top_k(fused):
 def test_the_router_routes_a_long_request_by_its_parts_and_a_short_one_as_the_engine(fused):
     """What ``route``, ``serve`` and ``Router.route`` answer: the merged ranking for a long task statement, the
     engine's own for a request of one part (abstention included there)."""
-    (long_,) = fused.route([LONG], top_k=10)
+    router = Router(fused)
+    (long_,) = router.route([LONG], top_k=10)
     assert long_.as_dict() == route_by_parts(fused, [LONG], top_k=10)[0].as_dict()
-    assert long_.as_dict() != Engine.route(fused, [LONG], top_k=10)[0].as_dict()
+    assert long_.as_dict() != fused.route([LONG], top_k=10)[0].as_dict()
     assert {r.skill_id for r in long_.ranking[:len(NEEDS)]} == NEEDS
-    assert [r.as_dict() for r in fused.route(SHORT, top_k=5)] == [r.as_dict() for r in Engine.route(fused, SHORT,
-                                                                                                    top_k=5)]
+    assert [r.as_dict() for r in router.route(SHORT, top_k=5)] == [r.as_dict() for r in fused.route(SHORT, top_k=5)]
 
 
 def test_the_merge_lifts_only_the_parts_best_skills(fused):
     """A skill no part chose keeps the whole request's fused score: the merge adds evidence, it does not reorder
     the rest."""
     best = {r.ranking[0].skill_id for r in fused.route(need_parts(task_parts(LONG)), top_k=1)}  # title's too
-    whole = {r.skill_id: r.score for r in Engine.route(fused, [LONG], top_k=10)[0].ranking}
+    whole = {r.skill_id: r.score for r in fused.route([LONG], top_k=10)[0].ranking}
     (merged,) = route_by_parts(fused, [LONG], top_k=10)
     for r in merged.ranking:
         if r.skill_id in best:
@@ -125,7 +125,7 @@ def test_the_merge_lifts_only_the_parts_best_skills(fused):
 def test_while_only_bm25_is_indexed_a_long_request_routes_as_the_whole(fused, toy):
     router, _, _, _, folder, root = toy
     fusion, cut = load_router_model(folder)
-    lexical = Router(bundled_minilm(), cache_dir=root / "cache", fitted=FittedRouting(fusion, cut), signals=SIGNALS)
+    lexical = Engine(bundled_minilm(), cache_dir=root / "cache", fitted=FittedRouting(fusion, cut), signals=SIGNALS)
     lexical.start_index(router.skills, encoders="skip")
     (answer,) = route_by_parts(lexical, [LONG], top_k=5)
     assert answer.signals_used == ("bm25",) and answer.as_dict() == lexical.route([LONG], top_k=5)[0].as_dict()
@@ -139,7 +139,7 @@ def test_a_request_of_five_parts_loads_each_parts_best_skill(fused):
     assert {r.ranking[0].skill_id for r in fused.route(parts, top_k=1)} == FIVE_NEEDS
     (five,) = route_by_parts(fused, [FIVE], top_k=10, most=PARTS_MAX)
     assert fused.selection.cap == 3 and len(five.selected) == 5 and set(five.selected) == FIVE_NEEDS
-    (routed,) = fused.route([FIVE], top_k=10)
+    (routed,) = Router(fused).route([FIVE], top_k=10)  # what a user gets: the part-wise path
     assert routed.selected == five.selected[:PARTS_MOST] and PARTS_MOST > fused.selection.cap
     (cut_alone,) = route_by_parts(fused, [FIVE], top_k=10, most=fused.selection.cap, part_probability=1.0)
     assert [r.as_dict() for r in cut_alone.ranking] == [r.as_dict() for r in routed.ranking]

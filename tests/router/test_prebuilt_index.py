@@ -57,7 +57,7 @@ def files(folder: Path) -> list[str]:
 def test_route_and_serve_from_a_prebuilt_index_encode_no_document(copies, capsys):
     pool, index = copies
     router, build = open_router(route_args(pool, index))
-    assert (build.stats.cached, build.stats.encoded, router.encode_calls) == (len(SKILLS), 0, 0)
+    assert (build.stats.cached, build.stats.encoded, router.engine.encode_calls) == (len(SKILLS), 0, 0)
     assert router.route([DOCKER_QUERY])[0].ranking[0].skill_id == DOCKER
     err = capsys.readouterr().err
     assert f"holds the pool as it is ({len(SKILLS)} skills): nothing to encode" in err
@@ -65,7 +65,7 @@ def test_route_and_serve_from_a_prebuilt_index_encode_no_document(copies, capsys
 
     served, build = open_router(parsed("serve", "--pool", str(pool), "--index", str(index), "--embedder",
                                        bundled_minilm()), background=True)
-    assert build.wait().encoded == 0 and served.encode_calls == 0 and served.complete
+    assert build.wait().encoded == 0 and served.engine.encode_calls == 0 and served.engine.complete
     assert "(0 documents encoded, 10 cached)" in capsys.readouterr().err
 
 
@@ -74,7 +74,7 @@ def test_a_stale_prebuilt_index_encodes_exactly_the_edited_skill(copies, capsys)
     name, description, body = SKILLS[DOCKER]
     write_skill(pool, DOCKER, name, description, body + "\nAlso check the firewall between the hosts.\n")
     router, build = open_router(route_args(pool, index))
-    assert router.encode_calls == 1  # the bi-encoder read that one document again
+    assert router.engine.encode_calls == 1  # the bi-encoder read that one document again
     assert build.stats.encoded == 2 and build.stats.cached == len(SKILLS) - 1  # its dense and multilingual documents
     assert router.skill_by_id[DOCKER].body.endswith("Also check the firewall between the hosts.")
     err = capsys.readouterr().err
@@ -82,7 +82,7 @@ def test_a_stale_prebuilt_index_encodes_exactly_the_edited_skill(copies, capsys)
            "encoded" in err
     # refreshed into the index: the next start from it encodes nothing
     again, build = open_router(route_args(pool, index))
-    assert build.stats.encoded == 0 and again.encode_calls == 0
+    assert build.stats.encoded == 0 and again.engine.encode_calls == 0
 
 
 def test_a_removed_skill_is_gone_and_a_new_one_alone_encoded(copies, capsys):
@@ -91,8 +91,8 @@ def test_a_removed_skill_is_gone_and_a_new_one_alone_encoded(copies, capsys):
     write_skill(pool, "ops/k8s-pod-logs", "k8s-pod-logs", "Read the logs of crashing Kubernetes pods.",
                 "Run `kubectl logs --previous POD` and `kubectl describe pod POD`.\n")
     router, build = open_router(route_args(pool, index, "--top-k", "20"))
-    assert router.encode_calls == 1 and build.stats.cached == len(SKILLS) - 1
-    assert "writing/cover-letter" not in router.ids and "ops/k8s-pod-logs" in router.ids
+    assert router.engine.encode_calls == 1 and build.stats.cached == len(SKILLS) - 1
+    assert "writing/cover-letter" not in router.engine.ids and "ops/k8s-pod-logs" in router.engine.ids
     ranked = [r.skill_id for r in router.route(["write a cover letter for a job application"], top_k=20)[0].ranking]
     assert "writing/cover-letter" not in ranked and len(ranked) == len(SKILLS)
     assert "1 new (ops/k8s-pod-logs), 1 removed (writing/cover-letter) since" in capsys.readouterr().err

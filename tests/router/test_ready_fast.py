@@ -22,6 +22,7 @@ from skill_assets.lib.retrieval.defaults import LEXICAL_SUBDIR, SHIPPED_DIR, lex
 from skill_assets.lib.retrieval.fusion_training import CARD_FILE, SELECTION_FILE
 from skill_assets.lib.retrieval.pool_index import IndexStopped
 from skill_assets.lib.retrieval.signals import SIGNALS
+from skill_assets.lib.retrieval.engine import Engine
 from skill_assets.router import Router, Skill
 from skill_assets.router.cli import main as cli_main
 from skill_assets.router.serve import build_server
@@ -47,11 +48,11 @@ def _payload(result) -> dict:
 def test_a_serve_session_answers_lexically_before_the_dense_index_exists_and_fully_after(tmp_path):
     logs: list[str] = []
     router = Router.from_store(db_path=tmp_path / "missing.duckdb", cache_dir=tmp_path / "cache", log=logs.append)
-    assert router.lexical_fusion is not None and router.lexical_fusion.signals == ("bm25",)
+    assert router.engine.lexical_fusion is not None and router.engine.lexical_fusion.signals == ("bm25",)
     hold = threading.Event()
-    build = router.start_index(_skills(), shard_size=4, hold=hold.wait)  # cold cache: the encoders must run
+    build = router.engine.start_index(_skills(), shard_size=4, hold=hold.wait)  # cold cache: the encoders must run
     assert not build.done and router.ready_signals == ("bm25",) and router.dense.matrix is None
-    assert router.encode_calls == 0
+    assert router.engine.encode_calls == 0
 
     async def session():
         async with Client(build_server(router)) as client:
@@ -62,7 +63,7 @@ def test_a_serve_session_answers_lexically_before_the_dense_index_exists_and_ful
             return before, after, cross
 
     before, after, cross = anyio.run(session)
-    assert router.dense.matrix is not None and router.encode_calls == len(SKILLS)  # encoded only after the hold
+    assert router.dense.matrix is not None and router.engine.encode_calls == len(SKILLS)  # encoded only after the hold
     assert before["signals_used"] == ["bm25"]
     assert before["ranking"][0]["skill_id"] == "devops/docker-compose-networking"
     assert set(before["ranking"][0]["signals"]) == {"bm25", "fused"}  # the lexical fusion, not a broken full one
@@ -87,11 +88,11 @@ def test_a_second_start_encodes_nothing_and_goes_full_once_its_request_encoders_
     logs: list[str] = []
     second = Router.from_store(db_path=tmp_path / "missing.duckdb", cache_dir=tmp_path / "cache", log=logs.append)
     hold = threading.Event()
-    build = second.start_index(_skills(), hold=hold.wait)
+    build = second.engine.start_index(_skills(), hold=hold.wait)
     assert second.route([EN_DOCKER], top_k=3)[0].signals_used == ("bm25",)  # answers before anything is loaded
     hold.set()
     stats = build.wait()
-    assert build.complete and stats.encoded == 0 and stats.cached == len(SKILLS) and second.encode_calls == 0
+    assert build.complete and stats.encoded == 0 and stats.cached == len(SKILLS) and second.engine.encode_calls == 0
     assert second.ready_signals == SIGNALS and second.dense._query_encoder is not None  # loaded before it was published
     assert np.array_equal(second.dense.matrix, first.dense.matrix)
     (routed,) = second.route([EN_DOCKER], top_k=3)
@@ -111,7 +112,7 @@ def test_routing_while_the_encoders_write_never_sees_a_half_built_index(tmp_path
         if line.startswith("dense: encoded") and " in " in line:  # the dense side's last line
             dense_done.set()
 
-    router = Router(bundled_minilm(), cache_dir=tmp_path / "cache", fitted=FittedRouting(fusion, cut), log=log)
+    router = Engine(bundled_minilm(), cache_dir=tmp_path / "cache", fitted=FittedRouting(fusion, cut), log=log)
     encode = router.multilingual.encode
 
     def held_encode(texts, threads=None):
@@ -141,7 +142,7 @@ def test_a_failed_or_stopped_build_leaves_the_lexical_answers_and_says_why(tmp_p
     def broken(texts, threads=None):
         raise OSError("no space left on device")
 
-    router.multilingual.encode = broken
+    router.engine.multilingual.encode = broken
     build = router.start_index(_skills())
     with pytest.raises(OSError, match="no space left"):
         build.wait()
@@ -150,7 +151,7 @@ def test_a_failed_or_stopped_build_leaves_the_lexical_answers_and_says_why(tmp_p
     assert router.route([EN_DOCKER], top_k=2)[0].signals_used == ("bm25",)
 
     hold = threading.Event()
-    stopped = router.start_index(_skills(), hold=hold.wait)
+    stopped = router.engine.start_index(_skills(), hold=hold.wait)
     stopped.stop(timeout=0)  # asked while held: ends before encoding anything
     hold.set()
     with pytest.raises(IndexStopped):

@@ -15,6 +15,7 @@ from bilingual_pool import write_skill  # noqa: E402
 from skill_assets.lib.retrieval.engine_config import EngineSettings, FittedRouting
 from skill_assets.lib.models.bundled_models import bundled_minilm
 from skill_assets.lib.retrieval.defaults import default_parts  # noqa: E402
+from skill_assets.lib.retrieval.engine import Engine  # noqa: E402
 from skill_assets.router import Router, load_pool  # noqa: E402
 from skill_assets.router.cli import main as route_main  # noqa: E402
 
@@ -48,8 +49,8 @@ def cache_dir(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def router(minilm, cache_dir, pool_dir) -> Router:
-    r = Router(minilm, cache_dir=cache_dir)
+def router(minilm, cache_dir, pool_dir) -> Engine:
+    r = Engine(minilm, cache_dir=cache_dir)
     skills, _ = load_pool(pool_dir)
     r.index(skills)
     return r
@@ -94,7 +95,7 @@ def test_jsonl_pool_is_equivalent(tmp_path, pool_dir, router, minilm, cache_dir)
     assert sorted(map(key, skills)) == sorted(map(key, dir_skills))
     assert [(r.code, r.source.rsplit(":", 1)[1]) for r in rejected] == [("invalid_json", "7"),
                                                                           ("missing_name", "8")]
-    jr = Router(minilm, cache_dir=cache_dir)
+    jr = Engine(minilm, cache_dir=cache_dir)
     stats = jr.index(skills)
     assert stats.encoded == 0  # same documents, same model: all from the cache
     got, want = jr.route([DOCKER_QUERY], top_k=6)[0].pairs, router.route([DOCKER_QUERY], top_k=6)[0].pairs
@@ -104,12 +105,12 @@ def test_jsonl_pool_is_equivalent(tmp_path, pool_dir, router, minilm, cache_dir)
 
 def test_second_index_is_a_cache_hit(minilm, pool_dir, tmp_path):
     skills, _ = load_pool(pool_dir)
-    first = Router(minilm, cache_dir=tmp_path / "cache")
+    first = Engine(minilm, cache_dir=tmp_path / "cache")
     s1 = first.index(skills)
     assert (s1.encoded, s1.cached) == (len(skills), 0)
     assert list((tmp_path / "cache").rglob("*.npy")) and list((tmp_path / "cache").rglob("*.ids.json"))
 
-    second = Router(minilm, cache_dir=tmp_path / "cache")
+    second = Engine(minilm, cache_dir=tmp_path / "cache")
     calls = []
     second.dense._model = first.dense.model  # share the loaded model, but count every encode
     orig = first.dense.model.encode
@@ -125,7 +126,7 @@ def test_second_index_is_a_cache_hit(minilm, pool_dir, tmp_path):
 
 
 def test_reranker_reorders_the_head(minilm, pool_dir, tmp_path):
-    r = Router(minilm, reranker_path=minilm, cache_dir=tmp_path / "cache")  # base MiniLM as a cross-encoder
+    r = Engine(minilm, reranker_path=minilm, cache_dir=tmp_path / "cache")  # base MiniLM as a cross-encoder
     r.index(load_pool(pool_dir).skills)
     (ranking,) = [x.pairs for x in r.route([DOCKER_QUERY], top_k=4, rerank_depth=3)]
     dense = r.route([DOCKER_QUERY], top_k=4, use_reranker=False)[0].pairs
@@ -139,13 +140,13 @@ def test_reranker_reorders_the_head(minilm, pool_dir, tmp_path):
 def test_reranker_backend_is_chosen_once_and_reported(minilm, pool_dir, tmp_path):
     logs: list[str] = []
     skills = load_pool(pool_dir).skills
-    fast = Router(minilm, reranker_path=minilm, cache_dir=tmp_path / "cache", log=logs.append)
+    fast = Engine(minilm, reranker_path=minilm, cache_dir=tmp_path / "cache", log=logs.append)
     fast.index(skills)
     fast.route([DOCKER_QUERY], top_k=3)
     assert fast.reranker.scorer.backend in ("torch-bf16", "onnx-int8", "torch") and fast.reranker.scorer.reason
     assert any(line.startswith("reranker backend:") for line in logs)
     assert (tmp_path / "cache" / "onnx").is_dir()  # export and verdict live beside the index cache
-    exact = Router(minilm, reranker_path=minilm, cache_dir=tmp_path / "cache",
+    exact = Engine(minilm, reranker_path=minilm, cache_dir=tmp_path / "cache",
                    settings=EngineSettings(reranker_backend="torch"))
     exact.index(skills)
     exact.reranker._model = fast.reranker.model  # the same (randomly headed) cross-encoder
@@ -165,18 +166,18 @@ def test_from_store_routes_with_the_shipped_router_on_no_store_and_on_a_store_wi
     db = tmp_path / "store.duckdb"
     shipped, _ = shipped_router()
     r = Router.from_store(db_path=db)  # no DB at all: the shipped fusion over the bi-encoder it was fitted over
-    assert (r.embedder_path, r.reranker_path, r.signals) == (shipped_embedder(), None, shipped.signals)
-    assert r.fusion.linear == shipped.linear
+    assert (r.engine.embedder_path, r.engine.reranker_path, r.signals) == (shipped_embedder(), None, shipped.signals)
+    assert r.engine.fusion.linear == shipped.linear
     assert r.dense.document_tokens == shipped.card["document_tokens"]  # documents read as its card says
-    assert r.multilingual_caps.body_chars == shipped.card["multilingual_body_chars"]
+    assert r.engine.multilingual_caps.body_chars == shipped.card["multilingual_body_chars"]
     newer = tmp_path / "models" / "r3-new"
     newer.mkdir(parents=True)
     store.replace_table(db, "embedder", pl.DataFrame({"variant": ["r3"], "path": [str(newer)],
                                                       "trained_at": [datetime.now(UTC)]}))
     r = Router.from_store(db_path=db)  # a store bi-encoder alone is no evidence: the shipped router stays
-    assert r.embedder_path == shipped_embedder() and r.fusion.linear == shipped.linear
+    assert r.engine.embedder_path == shipped_embedder() and r.engine.fusion.linear == shipped.linear
     assert r.cache_dir == tmp_path / "index_cache"
-    assert Router.from_store(db_path=db, embedder=minilm, reranker="base").reranker_path == minilm
+    assert Router.from_store(db_path=db, embedder=minilm, reranker="base").engine.reranker_path == minilm
 
 
 def test_cli_writes_run_file(tmp_path, pool_dir, minilm, cache_dir, capsys):
@@ -271,12 +272,12 @@ def test_a_store_fusion_fitted_on_too_few_requests_is_refused_and_route_says_why
     _fusion_row(db, fusion, False, verdict.reason, rr, False, reranker_verdict.reason, reranker_train_requests=9)
     said: list[str] = []
     r = Router.from_store(db_path=db, log=said.append)
-    assert r.fusion.signals != ("bm25",) and r.reranker_path is None
+    assert r.engine.fusion.signals != ("bm25",) and r.engine.reranker_path is None
     assert any("fusion" in m and "fitted on 6 requests, needs 100" in m for m in said)
     assert any("reranker" in m and "fitted on 9 requests, needs 100" in m for m in said)
     assert default_parts(db).fusion_dir == str(SHIPPED_DIR)
-    assert Router.from_store(db_path=db, fusion=fusion).fusion.signals == ("bm25",)  # explicit always wins
-    assert Router.from_store(db_path=db, reranker=str(rr)).reranker_path == str(rr)
+    assert Router.from_store(db_path=db, fusion=fusion).engine.fusion.signals == ("bm25",)  # explicit always wins
+    assert Router.from_store(db_path=db, reranker=str(rr)).engine.reranker_path == str(rr)
 
 
 def _passing_evidence(fusion, rr) -> dict:
@@ -307,7 +308,7 @@ def test_a_store_fusion_and_reranker_that_pass_the_rule_are_taken(tmp_path):
     _fusion_row(db, fusion, True, better.reason, rr, True, "the store's reranker beats the default",
                 **_passing_evidence(fusion, rr))
     r = Router.from_store(db_path=db)
-    assert r.fusion.signals == ("bm25",) and r.reranker_path == str(rr)
+    assert r.engine.fusion.signals == ("bm25",) and r.engine.reranker_path == str(rr)
 
 
 @pytest.mark.parametrize("forged", ["flag_over_6_train_0_dev", "path_elsewhere", "files_changed_after_the_verdict",
@@ -342,8 +343,8 @@ def test_an_adopted_flag_is_never_trusted_without_its_evidence(forged, tmp_path)
     said: list[str] = []
     parts = default_parts(db)
     r = Router.from_store(db_path=db, log=said.append)
-    assert parts.fusion_dir == str(SHIPPED_DIR) and r.fusion.signals != ("bm25",)
-    assert r.reranker_path is None
+    assert parts.fusion_dir == str(SHIPPED_DIR) and r.engine.fusion.signals != ("bm25",)
+    assert r.engine.reranker_path is None
     assert any(m.startswith("the store's fusion") and "is not used" in m for m in said)
     assert any(m.startswith("the store's reranker") and "is not used" in m for m in said)
 
@@ -351,21 +352,21 @@ def test_an_adopted_flag_is_never_trusted_without_its_evidence(forged, tmp_path)
 def test_pool_documents_are_embedded_by_the_gated_backend_and_it_keys_the_cache(minilm, pool_dir, tmp_path):
     skills, _ = load_pool(pool_dir)
     said: list[str] = []
-    fast = Router(minilm, cache_dir=tmp_path / "cache", log=said.append)  # torch-bf16 by default
+    fast = Engine(minilm, cache_dir=tmp_path / "cache", log=said.append)  # torch-bf16 by default
     fast.index(skills)
     (line,) = [m for m in said if m.startswith("document encoder: ")]
     from skill_assets.lib.models.encoder_backends import native_bf16
 
     # chosen or refused, the line says why: what the gate measured, or that this CPU has no native bf16
     assert ("bf16 gate on" in line if native_bf16() else "bf16 not tried" in line), line
-    exact = Router(minilm, cache_dir=tmp_path / "cache", settings=EngineSettings(embedder_backend="torch"))
+    exact = Engine(minilm, cache_dir=tmp_path / "cache", settings=EngineSettings(embedder_backend="torch"))
     assert exact.dense.fingerprint != fast.dense.fingerprint  # fp32 and bf16 vectors never share cache entries
     assert exact.index(skills).encoded == len(skills)
     assert np.min(np.sum(exact.dense.matrix * fast.dense.matrix, axis=1)) > 0.999
     with pytest.raises(ValueError, match="unknown embedder backend"):
-        Router(minilm, settings=EngineSettings(embedder_backend="fp8"))
+        Engine(minilm, settings=EngineSettings(embedder_backend="fp8"))
     with pytest.raises(ValueError, match="unknown reranker backend"):
-        Router(minilm, settings=EngineSettings(reranker_backend="int4"))
+        Engine(minilm, settings=EngineSettings(reranker_backend="int4"))
 
 
 def test_documents_capped_to_their_first_tokens_are_what_the_model_reads(minilm, tmp_path):
@@ -388,9 +389,9 @@ def test_documents_capped_to_their_first_tokens_are_what_the_model_reads(minilm,
     assert float(got[0] @ full[0]) < 0.99  # the cap changed what was read
     assert capped.fingerprint != whole.fingerprint
     card_capped = FusionModel("linear", ("dense",), card={"document_tokens": 12, "multilingual_body_chars": 50})
-    routed = Router(minilm, cache_dir=tmp_path, fitted=FittedRouting(card_capped))
+    routed = Engine(minilm, cache_dir=tmp_path, fitted=FittedRouting(card_capped))
     assert (routed.dense.document_tokens, routed.multilingual_caps.body_chars) == (12, 50)
-    plain = Router(minilm, cache_dir=tmp_path)
+    plain = Engine(minilm, cache_dir=tmp_path)
     assert (plain.dense.document_tokens, plain.multilingual_caps.body_chars) == (None, 600)
     with pytest.raises(ValueError, match="document_tokens"):
         DenseIndex(minilm, tmp_path, document_tokens=0)

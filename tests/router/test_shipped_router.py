@@ -38,7 +38,7 @@ def test_the_card_matches_the_model_file():
 
 def test_the_shipped_router_loads_and_routes_a_toy_pool_with_no_store(tmp_path):
     router = Router.from_store(db_path=tmp_path / "missing.duckdb", cache_dir=tmp_path / "cache")
-    assert isinstance(router.fusion, FusionModel) and router.reranker_path is None
+    assert isinstance(router.engine.fusion, FusionModel) and router.engine.reranker_path is None
     router.index([Skill(sid, *fields) for sid, fields in SKILLS.items()])
     (en, zh) = router.route(["my docker compose services cannot reach each other by name",
                                       "帮我写一封应聘数据分析师岗位的求职信"], top_k=3)

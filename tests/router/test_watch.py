@@ -24,6 +24,7 @@ from skill_assets.lib.retrieval.lexical import LexicalIndex
 from skill_assets.lib.retrieval.pool_manifest import PoolManifest
 from skill_assets.lib.retrieval.pools import load_pool
 from skill_assets.lib.retrieval.signals import SIGNALS, lexical_document
+from skill_assets.lib.retrieval.engine import Engine
 from skill_assets.router import Router
 from skill_assets.router.serve import build_server
 from skill_assets.router.watch import PoolWatcher
@@ -67,7 +68,7 @@ def watched(tmp_path: Path, router: Router, logs: list[str]):
 def served(tmp_path):
     """The bi-encoder alone: the bundled MiniLM."""
     logs: list[str] = []
-    yield from watched(tmp_path, Router(bundled_minilm(), cache_dir=tmp_path / "cache", log=logs.append), logs)
+    yield from watched(tmp_path, Router(Engine(bundled_minilm(), cache_dir=tmp_path / "cache", log=logs.append)), logs)
 
 
 @pytest.fixture
@@ -120,10 +121,10 @@ def test_an_edited_skill_is_routed_in_its_new_form_and_only_it_is_encoded(served
 
 def test_a_deleted_skill_is_gone(served):
     router, watcher, pool, logs = served
-    assert "pdf-forms" in router.ids
+    assert "pdf-forms" in router.engine.ids
     shutil.rmtree(pool / "pdf-forms")
     assert watcher.reload()
-    assert "pdf-forms" not in router.ids
+    assert "pdf-forms" not in router.engine.ids
     (routed,) = router.route(["fill in the fields of a PDF form"], top_k=3)
     assert "pdf-forms" not in [r.skill_id for r in routed.ranking]
     assert reload_lines(logs)[-1].startswith("watch: pool reloaded: 0 added, 0 changed, 1 removed; 2 skills")
@@ -161,11 +162,11 @@ def test_poll_reloads_only_once_the_pool_has_been_quiet(served):
     write_skill(pool, "sourdough-2", "sourdough-2", "Keep a rye sourdough starter.", "Rye flour.")
     assert not watcher.poll()  # another write: the quiet starts again
     now[0] = 3.0
-    assert not watcher.poll() and "sourdough" not in router.ids
+    assert not watcher.poll() and "sourdough" not in router.engine.ids
     now[0] = 3.5
     assert watcher.poll()
     assert "watch: 2 files changed; reloading the pool" in logs
-    assert {"sourdough", "sourdough-2"} <= set(router.ids)
+    assert {"sourdough", "sourdough-2"} <= set(router.engine.ids)
     now[0] = 10.0
     assert not watcher.poll()  # nothing new since
 
@@ -176,17 +177,17 @@ def test_a_change_already_quiet_by_its_mtime_is_reloaded_at_the_look_that_finds_
     watcher = PoolWatcher(router, [pool], log=logs.append, quiet=2.0, clock=lambda: now[0], wall=lambda: 1_000.0)
     path = write_skill(pool, "sourdough", "sourdough", "Feed a sourdough starter and bake bread with it.", "Bake it.")
     os.utime(path, (998.5, 998.5))  # written 1.5 s before the look: not yet quiet
-    assert not watcher.poll() and "sourdough" not in router.ids
+    assert not watcher.poll() and "sourdough" not in router.engine.ids
     os.utime(path, (997.0, 997.0))  # written 3 s before the look: quiet already, reloaded now
-    assert watcher.poll() and "sourdough" in router.ids
+    assert watcher.poll() and "sourdough" in router.engine.ids
     shutil.rmtree(pool / "pdf-forms")  # a removal's time is its folder's mtime
     os.utime(pool, (999.0, 999.0))
-    assert not watcher.poll() and "pdf-forms" in router.ids
+    assert not watcher.poll() and "pdf-forms" in router.engine.ids
     now[0] = 101.0  # quiet 2 s since the removal
-    assert watcher.poll() and "pdf-forms" not in router.ids
+    assert watcher.poll() and "pdf-forms" not in router.engine.ids
     shutil.rmtree(pool / "git-bisect")
     os.utime(pool, (997.0, 997.0))
-    assert watcher.poll() and "git-bisect" not in router.ids
+    assert watcher.poll() and "git-bisect" not in router.engine.ids
 
 
 def test_the_background_thread_picks_up_a_new_skill(served):
@@ -195,7 +196,7 @@ def test_the_background_thread_picks_up_a_new_skill(served):
     write_skill(pool, "sourdough", "sourdough", "Feed a sourdough starter and bake bread with it.",
                 "Feed the starter flour and water daily; bake the loaf once it doubles.")
     deadline = time.monotonic() + HANG_GUARD_S
-    while "sourdough" not in router.ids and time.monotonic() < deadline:
+    while "sourdough" not in router.engine.ids and time.monotonic() < deadline:
         time.sleep(0.2)
     assert top(router, SOURDOUGH) == "sourdough"
 
@@ -209,7 +210,7 @@ def test_a_reindex_answers_over_the_old_full_index_until_the_new_one_is_publishe
         reached.set()
         release.wait()
 
-    monkeypatch.setattr(router, "start_index", functools.partial(router.start_index, hold=held))
+    monkeypatch.setattr(router, "start_index", functools.partial(router.engine.start_index, hold=held))
     write_skill(pool, "sourdough", "sourdough", "Feed a sourdough starter and bake bread with it.",
                 "Feed the starter flour and water daily; bake the loaf once it doubles.")
     reloading = threading.Thread(target=watcher.reload)
@@ -218,7 +219,7 @@ def test_a_reindex_answers_over_the_old_full_index_until_the_new_one_is_publishe
         assert reached.wait(HANG_GUARD_S)
         (during,) = router.route([SOURDOUGH], top_k=3)
         assert during.signals_used == SIGNALS  # never BM25 alone while the new pool's indexes build
-        assert "sourdough" not in [r.skill_id for r in during.ranking] and "sourdough" not in router.ids
+        assert "sourdough" not in [r.skill_id for r in during.ranking] and "sourdough" not in router.engine.ids
     finally:
         release.set()
         reloading.join(HANG_GUARD_S)
@@ -247,10 +248,10 @@ def test_a_reindex_whose_encoding_fails_keeps_the_old_pool_served_and_says_so(se
     def disk_full() -> None:  # the fault: the new pool's encoding fails before any document
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(router, "start_index", functools.partial(router.start_index, hold=disk_full))
+    monkeypatch.setattr(router, "start_index", functools.partial(router.engine.start_index, hold=disk_full))
     write_skill(pool, "sourdough", "sourdough", "Feed a sourdough starter and bake bread with it.", "Bake it.")
     assert not watcher.reload()
-    assert "sourdough" not in router.ids and router.ready_signals == SIGNALS
+    assert "sourdough" not in router.engine.ids and router.ready_signals == SIGNALS
     assert logs[-1] == ("watch: the pool's full index was not built (OSError: [Errno 28] No space left on device): "
                         "the last indexed pool stays served"), logs[-3:]
 

@@ -24,6 +24,7 @@ from skill_assets.lib.evaluation.report import (
     training_data_table,
 )
 from skill_assets.lib.evaluation.report_outline import REPORT_TITLE, report_plots, report_sections, version_stamp
+from skill_assets.lib.retrieval.defaults import default_engine
 from skill_assets.lib.retrieval.engine import Engine
 from skill_assets.lib.retrieval.fusion_training import load_router_model
 from skill_assets.lib.retrieval.pools import Skill
@@ -32,7 +33,6 @@ from skill_assets.lib.retrieval.reranking import Reranker
 from skill_assets.lib.retrieval.signals import SIGNALS
 from skill_assets.lib.retrieval.store_skills import store_skills
 from skill_assets.lib.retrieval.systems import run_systems
-from skill_assets.router.routing import Router
 
 GROUP = "evaluation"
 
@@ -75,7 +75,7 @@ def evaluate_systems(skills: list[Skill], queries: dict[str, str], store: DuckDB
     # the evaluation scores each cross-encoder as it is (fp32), never a faster copy a speed gate picked
     rerankers = [(r["variant"], Reranker(r["path"], cache, backend="torch"))
                  for r in registry.listed(store.path, registry.RERANKER)]
-    default = Router.from_store(db_path=store.path, cache_dir=cache)
+    default = default_engine(db_path=store.path, cache_dir=cache)
     default.index(skills)
     return run_systems(engine, queries, first, [(v, p) for v, p in embedders.items() if v != first], rerankers,
                        config.top_k, config.rerank_depth, fusion_dir, default)

@@ -9,7 +9,8 @@ the evaluation graph's ``retrieval_runs`` / ``external_runs``, the router asset'
 - ``rrf:<a>+<b>``: reciprocal-rank fusion of two signals (``dense`` is the first-stage embedder's);
 - ``reranker:<variant>``: each cross-encoder over the first-stage embedder's head;
 - ``fusion`` (the engine's fusion model) and ``fusion+reranker:<variant>`` over its head;
-- ``router:default``: what ``Router.from_store`` gives a user of the store, when the caller passes it.
+- ``router:default``: what a user of the store gets (``defaults.default_engine``, routed as ``part_routing.route_as_user``
+  routes), when the caller passes it.
 """
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from skill_assets.lib.retrieval.answering import fused_rankings
 from skill_assets.lib.retrieval.dense import DenseIndex
 from skill_assets.lib.retrieval.engine import Engine
 from skill_assets.lib.retrieval.fusion import MODEL_FILE, FusionModel
+from skill_assets.lib.retrieval.part_routing import route_as_user
 from skill_assets.lib.core.runs import Run
 from skill_assets.lib.retrieval.ranking import rrf, top_k_rankings
 from skill_assets.lib.retrieval.reranking import Reranker
@@ -81,7 +83,7 @@ def run_systems(engine: Engine, requests: Mapping[str, str], first_stage: str,
                 ids, reranker.rerank(queries, list(head.rankings.values()), engine.reranker_texts, rerank_depth),
                 f"{reranker.fingerprint} over {head_name}@{head.version}")
     if default is not None:
-        routed = default.route(queries, top_k=top_k, rerank_depth=rerank_depth)
+        routed = route_as_user(default, queries, top_k=top_k, rerank_depth=rerank_depth)
         parts = f"{fusion_version(default.fusion) if default.fusion else default.dense.fingerprint} over " \
                 f"{default.signals}" + (f" + reranker {default.reranker.fingerprint}" if default.reranker else "")
         runs[DEFAULT_SYSTEM] = Run.of(ids, [one.pairs for one in routed], parts)

@@ -69,7 +69,7 @@ def test_router_fusion_registers_a_model_with_its_card(db):
     assert not row["adopted"] and f"fitted on {row['train_requests']} requests, needs 100" in row["adoption_reason"]
     assert not row["reranker_adopted"] and "needs 100" in row["reranker_reason"]
     router = Router.from_store(db, reranker="none", fusion=row["path"])
-    assert router.fusion is not None and router.fusion.kind == row["kind"] and router.selection.as_dict() == card["selection"]
+    assert router.engine.fusion is not None and router.engine.fusion.kind == row["kind"] and router.engine.selection.as_dict() == card["selection"]
     router.index([Skill(sid, *fields) for sid, fields in SKILLS.items()])
     (routed,) = router.route(["帮我写一封应聘数据分析师岗位的求职信"], top_k=3)
     assert set(routed.ranking[0].signals) == {"bm25", "dense", "multilingual", "fused"}

@@ -37,10 +37,10 @@ def root(tmp_path_factory) -> Path:
 @pytest.fixture
 def router(root, shared_corpus):
     """The shipped router (no store) over the small real pool, documents embedded in fp32."""
-    engine = Router.from_store(db_path=root / "no-store.duckdb", cache_dir=root / "cache",
+    router = Router.from_store(db_path=root / "no-store.duckdb", cache_dir=root / "cache",
                                settings=EngineSettings(embedder_backend="torch"))
-    engine.index(long_request_pool(shared_corpus, long_requests()))
-    return engine
+    router.index(long_request_pool(shared_corpus, long_requests()))
+    return router
 
 
 def _ranked(answer) -> tuple[list[str], list[str]]:
@@ -54,7 +54,7 @@ def test_long_requests_in_both_languages_route_as_before_the_one_pass_scoring(ro
     expected = json.loads(EXPECTED.read_text())
     answers = router.route([r.query for r in requests], top_k=20)
     # the selection then was the cut's alone (at most its cap); a statement of more need parts now adds their best
-    cut_alone = route_by_parts(router, [r.query for r in requests], top_k=20, most=router.selection.cap,
+    cut_alone = route_by_parts(router.engine, [r.query for r in requests], top_k=20, most=router.engine.selection.cap,
                                part_probability=1.0)
     for request, answer, alone in zip(requests, answers, cut_alone):
         want = expected[request.id]
@@ -67,9 +67,9 @@ def test_a_long_request_routes_alone_as_it_does_beside_others(router):
     """The unbatched computation: each statement routed by itself gives the ranking and selection it gets inside one
     call with the others (whose pieces share that call's encoder passes)."""
     queries = [r.query for r in long_requests()]
-    together = route_by_parts(router, queries, top_k=20)
+    together = route_by_parts(router.engine, queries, top_k=20)
     for query, answer in zip(queries, together):
-        (alone,) = route_by_parts(router, [query], top_k=20)
+        (alone,) = route_by_parts(router.engine, [query], top_k=20)
         assert _ranked(alone) == _ranked(answer)
         assert [r.score for r in alone.ranking] == pytest.approx([r.score for r in answer.ranking], abs=1e-4)
 
@@ -109,10 +109,10 @@ def test_a_stop_set_mid_encoding_ends_the_dense_encoding_of_a_long_query_at_the_
     total = len(text_chunks(query, QUERY_CHUNK_CHARS))
     assert total >= 15
     stop, done = threading.Event(), [0]
-    assert router.dense.query_encoder.backend == "numpy"
-    monkeypatch.setattr(router.dense, "encode", _stop_after(router.dense.encode, stop, 1, done))
+    assert router.engine.dense.query_encoder.backend == "numpy"
+    monkeypatch.setattr(router.engine.dense, "encode", _stop_after(router.engine.dense.encode, stop, 1, done))
     with pytest.raises(Stopped):
-        router.signal_scores([query], _checkpoint(stop), signals=("dense",))
+        router.engine.signal_scores([query], _checkpoint(stop), signals=("dense",))
     assert done[0] == DENSE_GROUP["numpy"] < total  # one call's pieces, then the stop
 
 
@@ -122,10 +122,10 @@ def test_a_stop_set_mid_encoding_ends_the_multilingual_encoding_of_a_long_query_
     total = len(text_chunks(query, CHUNK_CHARS))
     assert total > 3 * QUERY_GROUP
     stop, done = threading.Event(), [0]
-    encoder = router.pool.multilingual.encoder
+    encoder = router.engine.pool.multilingual.encoder
     monkeypatch.setattr(encoder, "encode", _stop_after(encoder.encode, stop, 1, done))
     with pytest.raises(Stopped):
-        router.signal_scores([query], _checkpoint(stop), signals=("multilingual",))
+        router.engine.signal_scores([query], _checkpoint(stop), signals=("multilingual",))
     assert done[0] == QUERY_GROUP  # one group of pieces, then the stop
 
 
@@ -135,9 +135,9 @@ def test_a_stop_mid_encoding_ends_a_routed_long_query_and_the_router_answers_aft
     query = _long_query()
     stop, done = threading.Event(), [0]
     with monkeypatch.context() as patch:
-        patch.setattr(router.dense, "encode", _stop_after(router.dense.encode, stop, 1, done))
+        patch.setattr(router.engine.dense, "encode", _stop_after(router.engine.dense.encode, stop, 1, done))
         with pytest.raises(Stopped):
             router.route([query], checkpoint=_checkpoint(stop))
     assert done[0] == DENSE_GROUP["numpy"]
     (answer,) = router.route([query[:3000]], top_k=5)
-    assert len(answer.ranking) == 5 and answer.signals_used == tuple(router.fusion.signals)
+    assert len(answer.ranking) == 5 and answer.signals_used == tuple(router.engine.fusion.signals)

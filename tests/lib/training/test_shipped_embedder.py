@@ -17,6 +17,7 @@ from skill_assets.lib.retrieval.defaults import (
     tuned_embedder,
 )
 from skill_assets.lib.retrieval.pools import load_pool
+from skill_assets.lib.retrieval.engine import Engine
 from skill_assets.router import Router
 from skill_assets.router.shipped_embedder import (
     CARD_FILE,
@@ -46,14 +47,14 @@ def test_the_default_routes_with_the_embedder_its_fusion_was_fitted_over(tmp_pat
     fitted_over = json.loads((SHIPPED_DIR / "skill_assets_card.json").read_text())["data"].get("embedder_sha256")
     router = Router.from_store(db_path=tmp_path / "none.duckdb", cache_dir=tmp_path / "cache")
     expected = tuned_embedder() if fitted_over == CARD["tuned_sha256"] else bundled_minilm()
-    assert router.embedder_path == shipped_embedder() == expected
+    assert router.engine.embedder_path == shipped_embedder() == expected
 
 
 def test_the_tuned_embedder_loads_from_the_package_and_routes_a_pool_with_no_store(tmp_path):
     skills, _ = load_pool(write_pool(tmp_path / "pool"))
     path = tuned_embedder(tmp_path / "models")
     assert path != bundled_minilm() and path == tuned_embedder(tmp_path / "models")
-    router = Router(path, cache_dir=tmp_path / "cache")
+    router = Engine(path, cache_dir=tmp_path / "cache")
     router.index(skills)
     routed = router.route(["my docker compose services cannot reach each other by name"], top_k=3)[0]
     assert routed.ranking[0].skill_id == "devops/docker-compose-networking"

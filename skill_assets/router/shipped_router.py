@@ -41,8 +41,9 @@ from skill_assets.lib.models.tuned_layers import materialise
 from skill_assets.lib.evaluation.curated_benchmark import load_requests
 from skill_assets.lib.retrieval.defaults import LEXICAL_SUBDIR, MODEL_CACHE, SHIPPED_DIR, TUNED_FILE, tuned_embedder
 from skill_assets.lib.retrieval.engine import Engine
-from skill_assets.lib.retrieval.fusion import DEFAULT_DEPTH, KINDS, Candidates
-from skill_assets.lib.retrieval.fusion_training import FusionFit, save_router_model, train_fusion
+from skill_assets.lib.retrieval import fusion_training
+from skill_assets.lib.retrieval.fusion import KINDS
+from skill_assets.lib.retrieval.fusion_training import FusionFit, save_router_model
 from skill_assets.lib.retrieval.pools import Skill, load_pool
 from skill_assets.lib.retrieval.requests import Request
 from skill_assets.lib.retrieval.signals import SIGNALS
@@ -163,19 +164,10 @@ def held_out_dense(pool: str | Path, skills: list[Skill], train: list[Request], 
 def fit_over(router: Engine, requests: list[Request], signals: tuple[str, ...], similarity: Callable[[str, str], float],
              log: Callable[[str], None], models: dict, pool_note: str, dev_by_source: dict,
              held_out: dict[str, np.ndarray] | None = None, kinds: tuple[str, ...] = KINDS) -> FusionFit:
-    """Fit ``signals``' fusion over ``router``; ``held_out`` replaces the bi-encoder scores of the requests it holds."""
-    def candidates_of(queries: list[str]) -> list[Candidates]:
-        scores = router.signal_scores(queries, signals=signals)
-        for i, query in enumerate(queries):
-            if held_out and query in held_out:
-                scores["dense"][i] = held_out[query]
-        return router.candidates(queries, scores=scores, signals=signals)
-
-    fitted = train_fusion(candidates_of, router.ids, requests, signals, similarity, DEFAULT_DEPTH, DATA_SOURCE,
-                          log=log, kinds=kinds)
-    # the card holds only what a rebuild reproduces
+    """``fusion_training.fit_over`` with the shipped router's data source and card: the card holds only what a
+    rebuild reproduces (no fit time)."""
+    fitted = fusion_training.fit_over(router, requests, signals, similarity, DATA_SOURCE, {
+        **models, "pool": pool_note, "pool_ids_hash": digest("\n".join(sorted(router.ids))),
+        "dev_by_source": dev_by_source, "rebuild": REBUILD}, held_out=held_out, kinds=kinds, log=log)
     log(f"{'+'.join(signals)}: fitted in {fitted.card.pop('fit_seconds')} s")
-    fitted.card["data"].update({**models, "pool": pool_note, "pool_ids_hash": digest("\n".join(sorted(router.ids))),
-                                "dev_by_source": dev_by_source, "rebuild": REBUILD})
-    fitted.model.card = fitted.card
     return fitted

@@ -25,7 +25,7 @@ from skill_assets.lib.retrieval.adoption import adoption_verdicts
 from skill_assets.lib.retrieval.adoption_rule import folder_digest
 from skill_assets.lib.retrieval.engine import Engine
 from skill_assets.lib.retrieval.fusion import DEFAULT_DEPTH
-from skill_assets.lib.retrieval.fusion_training import save_router_model, train_fusion
+from skill_assets.lib.retrieval.fusion_training import fit_over, save_router_model
 from skill_assets.lib.retrieval.pools import load_pool
 from skill_assets.lib.retrieval.requests import from_benchmark_queries
 from skill_assets.lib.retrieval.signals import SIGNALS
@@ -67,9 +67,9 @@ def router_fusion(context: dg.AssetExecutionContext, config: FusionSettings, sto
     router = Engine(embedder, cache_dir=store.artifacts_dir / "index_cache", signals=SIGNALS, log=context.log.info,
                     settings=EngineSettings(query_prompt=models.query_prompt, multilingual_model=config.multilingual))
     router.index(skills)
-    fitted = train_fusion(lambda queries: router.candidates(queries, depth=config.depth), router.ids, requests,
-                          SIGNALS, router.similarity, config.depth, source, cap=config.cap, log=context.log.info)
-    fitted.card["data"].update({"embedder": embedder, "multilingual": config.multilingual})
+    fitted = fit_over(router, requests, SIGNALS, router.similarity, source,
+                      {"embedder": embedder, "multilingual": config.multilingual}, config.depth, config.cap,
+                      log=context.log.info)
     version = digest(repr((source, fitted.card["data"]["train_ids_hash"], fitted.card["data"]["dev_ids_hash"],
                            embedder, sorted(router.ids))))[:12]
     path = save_router_model(fitted, store.artifacts_dir / "models" / "router" / version)

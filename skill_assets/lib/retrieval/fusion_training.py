@@ -17,7 +17,8 @@ from pathlib import Path
 import numpy as np
 
 from skill_assets.lib.common.hashing import digest
-from skill_assets.lib.retrieval.fusion import GRID, KINDS, Candidates, FusionModel, feature_names, fit
+from skill_assets.lib.retrieval.engine import Engine
+from skill_assets.lib.retrieval.fusion import DEFAULT_DEPTH, GRID, KINDS, Candidates, FusionModel, feature_names, fit
 from skill_assets.lib.core.metrics import run_means
 from skill_assets.lib.core.runs import Ranking, Run, ranking_of
 from skill_assets.lib.retrieval.requests import Request, qrels, run_of
@@ -123,6 +124,27 @@ def train_fusion(candidates_of: Callable[[list[str]], list[Candidates]], ids: Se
     }
     model.card = card
     return FusionFit(model, cut, card)
+
+
+def fit_over(engine: Engine, requests: Sequence[Request], signals: tuple[str, ...], similarity: Similarity,
+             data_source: str, card_data: dict, depth: int = DEFAULT_DEPTH, cap: int = DEFAULT_CAP,
+             kinds: Sequence[str] = KINDS, held_out: dict[str, np.ndarray] | None = None,
+             log: Callable[[str], None] = lambda msg: None) -> FusionFit:
+    """The one recipe for fitting a fusion over an engine's indexed pool (the router asset and the shipped router's
+    build both fit through here, passing what differs): every request scored by ``signals``, each signal's top
+    ``depth`` the candidates, ``train_fusion`` on them; ``held_out`` replaces the bi-encoder scores of the requests
+    it holds (by text), and ``card_data`` joins the card's ``data``."""
+    def candidates_of(queries: list[str]) -> list[Candidates]:
+        scores = engine.signal_scores(queries, signals=signals)
+        for i, query in enumerate(queries):
+            if held_out and query in held_out:
+                scores["dense"][i] = held_out[query]
+        return engine.candidates(queries, depth, scores, signals)
+
+    fitted = train_fusion(candidates_of, engine.ids, requests, signals, similarity, depth, data_source, cap=cap,
+                          log=log, kinds=kinds)
+    fitted.card["data"].update(card_data)
+    return fitted
 
 
 def save_router_model(result: FusionFit, directory: Path) -> Path:

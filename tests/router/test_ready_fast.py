@@ -78,7 +78,7 @@ def test_a_serve_session_answers_lexically_before_the_dense_index_exists_and_ful
                for line in logs), logs
     for encoder in ("dense", "multilingual"):
         assert [line for line in logs if line.startswith(f"{encoder}: encoded") and PROGRESS.match(line)], logs
-    assert any(line.startswith("full index ready in") and line.endswith("bm25, dense, multilingual") for line in logs)
+    assert any(line.startswith("full index ready in") and line.endswith("bm25, dense, multilingual, gloss") for line in logs)
     assert build.complete and build.stats.encoded == 2 * len(SKILLS)
 
 

@@ -192,7 +192,7 @@ def test_cli_writes_run_file(tmp_path, pool_dir, minilm, cache_dir, capsys):
     assert [line["id"] for line in lines] == ["q1", 2]
     for line in lines:
         assert set(line) == {"id", "ranking", "selected", "signals_used"} and len(line["ranking"]) == 3
-        assert line["signals_used"] == ["bm25", "dense", "multilingual"]  # route waits for every index by default
+        assert line["signals_used"] == ["bm25", "dense", "multilingual", "gloss"]  # route waits for every index by default
         assert all(set(item) == {"skill_id", "score", "signals"} for item in line["ranking"])
         assert line["selected"] == [line["ranking"][0]["skill_id"]]  # no fusion model: no cut learned, the first
         scores = [item["score"] for item in line["ranking"]]

@@ -27,8 +27,9 @@ def test_router_bench_prints_every_system_and_the_selection_figures(tmp_path):
     assert figures["split"] == "test" and figures["requests"] == n_test and figures["reranker"] is None
     assert figures["fusion"]["data"]["test_requests_read"] == 0
     systems = set(figures["systems"])
-    assert {"bm25", "multilingual", "embedder:base", "rrf:bm25+dense", "rrf:bm25+multilingual",
-            "rrf:dense+multilingual", "fusion", "fusion-bm25", "fusion-dense", "fusion-multilingual"} == systems
+    assert {"bm25", "multilingual", "gloss", "embedder:base", "rrf:bm25+dense", "rrf:bm25+multilingual",
+            "rrf:dense+multilingual", "fusion", "fusion-bm25", "fusion-dense", "fusion-multilingual",
+            "fusion-gloss"} == systems
     assert figures["systems"]["fusion"]["all"]["n"] == n_test
     selection = figures["selection"]
     assert set(selection) == {"selected", "fixed_k1", "fixed_k2", "fixed_k3", "oracle_k"}

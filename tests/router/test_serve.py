@@ -49,11 +49,11 @@ async def _call(server) -> dict:
 
 def _check(payload: dict) -> None:
     assert set(payload) >= {"id", "ranking", "selected", "signals_used"}
-    assert payload["signals_used"] == ["bm25", "dense", "multilingual"]  # --ready full: every index before serving
+    assert payload["signals_used"] == ["bm25", "dense", "multilingual", "gloss"]  # --ready full: every index before serving
     assert len(payload["ranking"]) == 3
     assert payload["ranking"][0]["skill_id"] == "devops/docker-compose-networking"
     assert {"skill_id", "score", "signals", "name", "description"} <= set(payload["ranking"][0])
-    assert set(payload["ranking"][0]["signals"]) == {"bm25", "dense", "multilingual", "fused"}
+    assert set(payload["ranking"][0]["signals"]) == {"bm25", "dense", "multilingual", "gloss", "fused"}
     assert payload["selected"] and payload["selected"][0] == payload["ranking"][0]["skill_id"]
 
 

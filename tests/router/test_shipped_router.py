@@ -21,7 +21,7 @@ def test_the_card_matches_the_model_file():
     assert json.loads((SHIPPED_DIR / SELECTION_FILE).read_text()) == card["selection"] == cut.as_dict()
     assert (card["kind"], tuple(card["signals"])) == (model.kind, model.signals)
     assert list(card["params"].values()) == list(model.params.values())  # the grid's names for the fit's values
-    assert set(model.signals) == {"bm25", "dense", "multilingual"}  # what every install has
+    assert set(model.signals) == {"bm25", "dense", "multilingual", "gloss"}  # what every install has
     if model.kind == "linear":
         assert model.weights_by_language() == card["weights_by_language"]
     meaning, curated = load_requests(MEANING_REQUESTS), load_requests(CURATED_REQUESTS)
@@ -43,5 +43,5 @@ def test_the_shipped_router_loads_and_routes_a_toy_pool_with_no_store(tmp_path):
     (en, zh) = router.route(["my docker compose services cannot reach each other by name",
                                       "帮我写一封应聘数据分析师岗位的求职信"], top_k=3)
     assert en.ranking[0].skill_id == "devops/docker-compose-networking"
-    assert set(en.ranking[0].signals) == {"bm25", "dense", "multilingual", "fused"}
+    assert set(en.ranking[0].signals) == {"bm25", "dense", "multilingual", "gloss", "fused"}
     assert zh.ranking[0].skill_id == "writing/cover-letter" and 1 <= len(zh.selected) <= 3

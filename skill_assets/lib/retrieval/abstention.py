@@ -48,7 +48,7 @@ from skill_assets.lib.models.embedding_cache import model_fingerprint
 from skill_assets.lib.retrieval.fusion import BOOSTER_FILE, MODEL_FILE, Candidates, latin_share
 from skill_assets.lib.retrieval.model_files import ModelFileError, number_list, read_json_object
 from skill_assets.lib.retrieval.results import Fused, RoutedRequest
-from skill_assets.lib.retrieval.signals import SIGNALS
+from skill_assets.lib.retrieval.signals import LEXICAL_SIGNALS, SIGNALS
 from skill_assets.lib.retrieval.standardisation import Standardisation
 
 if TYPE_CHECKING:
@@ -62,8 +62,8 @@ F1_BUDGET = 0.02
 #: the logistic regression's inverse regularisation over standardised features
 C_REG = 1.0
 #: how the features are computed, in words: a change here (or in the names, C_REG, F1_BUDGET) makes a refit due
-RECIPE = ("per language block: each signal's best score (BM25's over ln(1 + pool size)), each signal's score of the "
-          "fused first skill (the same scales) and the Latin share; logistic regression")
+RECIPE = ("per language block: each signal's best score (the BM25 index's over ln(1 + pool size)), each signal's "
+          "score of the fused first skill (the same scales) and the Latin share; logistic regression")
 
 
 def feature_names(signals: Sequence[str]) -> list[str]:
@@ -78,12 +78,10 @@ def feature_names(signals: Sequence[str]) -> list[str]:
 
 def best_scores(cands: Candidates, signals: Sequence[str], pool_size: int) -> dict[str, float]:
     """Each signal's best score over the pool (``cands.raw``'s columns are ``signals``; its candidates hold every
-    signal's top), BM25's divided by ln(1 + pool size): its IDF grows with the pool's log size, so this puts the
-    scores of a ten-skill pool and of the corpus the abstention was fitted over on one scale."""
-    best = dict(zip(signals, cands.raw.max(0).astype(float)))
-    if "bm25" in best:
-        best["bm25"] /= np.log1p(pool_size)
-    return best
+    signal's top), those over the BM25 index (``bm25``, ``gloss``) divided by ln(1 + pool size): BM25's IDF grows
+    with the pool's log size, so this puts the scores of a ten-skill pool and of the corpus the abstention was
+    fitted over on one scale."""
+    return _lexical_scaled(dict(zip(signals, cands.raw.max(0).astype(float))), pool_size)
 
 
 def first_scores(cands: Candidates, first: int, signals: Sequence[str], pool_size: int) -> dict[str, float]:
@@ -91,10 +89,12 @@ def first_scores(cands: Candidates, first: int, signals: Sequence[str], pool_siz
     ln(1 + pool size) as in ``best_scores``. A request a skill serves tends to score that skill high under every
     signal; a near miss's best lexical and best semantic matches are often different skills, so the fused first one
     is weak under one of them."""
-    scores = dict(zip(signals, cands.raw[first].astype(float)))
-    if "bm25" in scores:
-        scores["bm25"] /= np.log1p(pool_size)
-    return scores
+    return _lexical_scaled(dict(zip(signals, cands.raw[first].astype(float))), pool_size)
+
+
+def _lexical_scaled(scores: dict[str, float], pool_size: int) -> dict[str, float]:
+    """``scores`` with the BM25-index signals' (``LEXICAL_SIGNALS``) divided by ln(1 + pool size)."""
+    return {s: v / np.log1p(pool_size) if s in LEXICAL_SIGNALS else v for s, v in scores.items()}
 
 
 def request_features(query: str, cands: Candidates, signals: Sequence[str], pool_size: int, first: int

@@ -25,6 +25,7 @@ from skill_assets.lib.retrieval.dense import DenseIndex
 from skill_assets.lib.retrieval.document_cache import IndexStats
 from skill_assets.lib.retrieval.engine_config import EngineSettings, FittedRouting
 from skill_assets.lib.retrieval.fusion import Candidates
+from skill_assets.lib.retrieval.glossary import GLOSSARY
 from skill_assets.lib.retrieval.index_builder import IndexBuilder
 from skill_assets.lib.retrieval.multilingual import MultilingualEncoder
 from skill_assets.lib.retrieval.pipeline import Checkpoint, Pipeline, no_checkpoint
@@ -78,6 +79,8 @@ class Engine:
         self.signals = tuple(signals or (self.fusion.signals if self.fusion else ("dense",)))
         if unknown := set(self.signals) - set(SIGNALS):
             raise ValueError(f"unknown signals {sorted(unknown)}; choose from {SIGNALS}")
+        if "gloss" in self.signals and "bm25" not in self.signals:
+            raise ValueError("the gloss signal scores the BM25 index: it needs the bm25 signal beside it")
         card = self.fusion.card if self.fusion is not None else {}
         caps = replace(MULTILINGUAL_CAPS, body_chars=card.get("multilingual_body_chars", MULTILINGUAL_CAPS.body_chars))
         dense = DenseIndex(embedder_path, self.cache_dir, settings.query_prompt, settings.batch_size,
@@ -223,7 +226,9 @@ class Engine:
         versions = {"dense": self.dense.fingerprint, "multilingual": self.multilingual.fingerprint}
         pool = self.indexes.published
         lexical = pool.lexical if pool else None
-        return {**versions, "bm25": lexical.version} if lexical else versions
+        if lexical is None:
+            return versions
+        return {**versions, "bm25": lexical.version, "gloss": f"{lexical.version}|{GLOSSARY}"}
 
     def candidates(self, queries: list[str], depth: int | None = None, scores: dict[str, np.ndarray] | None = None,
                    signals: Sequence[str] | None = None, pool: PoolIndex | None = None) -> list[Candidates]:

@@ -35,7 +35,9 @@ def _stopwords() -> frozenset[str]:
 
 
 _WORD = re.compile(r"[a-z0-9][a-z0-9+#._-]*")
-_CJK_RUN = re.compile(r"[\u4e00-\u9fff]+")
+CJK_RUN = re.compile(r"[\u4e00-\u9fff]+")
+#: the token of a text that has none: it matches nothing
+EMPTY_TOKEN = "<empty>"
 
 
 def lexical_tokens(text: str) -> list[str]:
@@ -47,9 +49,9 @@ def lexical_tokens(text: str) -> list[str]:
     stop = _stopwords()
     tokens = [tok for tok in _WORD.findall(low) if tok not in stop]
     if not low.isascii():
-        for run in _CJK_RUN.findall(low):
+        for run in CJK_RUN.findall(low):
             tokens.extend([run[i : i + 2] for i in range(max(1, len(run) - 1))])
-    return tokens or ["<empty>"]
+    return tokens or [EMPTY_TOKEN]
 
 
 class TermColumns:

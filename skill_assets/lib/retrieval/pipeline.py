@@ -17,6 +17,7 @@ from skill_assets.lib.retrieval.answering import fused_by, fused_rankings, route
 from skill_assets.lib.retrieval.dense import DenseIndex
 from skill_assets.lib.retrieval.engine_config import FittedRouting
 from skill_assets.lib.retrieval.fusion import DEFAULT_DEPTH, Candidates, FusionModel, candidates
+from skill_assets.lib.retrieval.glossary import with_gloss
 from skill_assets.lib.retrieval.pool_index import PoolIndex
 from skill_assets.lib.retrieval.ranking import top_k_rankings
 from skill_assets.lib.retrieval.reranking import Reranker
@@ -62,6 +63,9 @@ class Pipeline:
             if "bm25" in signals:
                 checkpoint()
                 out["bm25"] = pool.lexical.scores(queries)
+            if "gloss" in signals:
+                checkpoint()
+                out["gloss"] = pool.lexical.scores([with_gloss(q) for q in queries])
             if "multilingual" in signals:
                 checkpoint()
                 out["multilingual"] = pool.multilingual.scores(queries, checkpoint)

@@ -54,7 +54,8 @@ class PoolIndex:
         return self.skills[row] if row is not None else None
 
     def has(self, signal: str) -> bool:
-        return {"bm25": self.lexical, "dense": self.dense, "multilingual": self.multilingual}[signal] is not None
+        return {"bm25": self.lexical, "gloss": self.lexical, "dense": self.dense,
+                "multilingual": self.multilingual}[signal] is not None
 
     def cosine(self, a: str, b: str) -> float:
         if self.dense is None:

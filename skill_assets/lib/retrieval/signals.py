@@ -4,7 +4,10 @@
   (Chinese as character bigrams);
 - ``dense``: the bi-encoder (newest trained embedder, else the bundled MiniLM) over the capped
   document it was trained on (``skill_text.ENCODER_CAPS``);
-- ``multilingual``: USE multilingual v3 over name, description and the head of the body.
+- ``multilingual``: USE multilingual v3 over name, description and the head of the body;
+- ``gloss``: BM25 over the same index, of the request with the English dictionary glosses of its Chinese words
+  added (``glossary``): a Chinese request's words matched against English skills. A request with no Chinese scores
+  as under ``bm25``.
 
 Every signal scores the whole pool for a request; ``fusion`` turns those scores into one ranking.
 """
@@ -14,7 +17,9 @@ from skill_assets.lib.common.language import detect_language
 from skill_assets.lib.core.skill_text import ENCODER_CAPS, TextCaps, skill_document
 from skill_assets.lib.retrieval.pools import Skill
 
-SIGNALS = ("bm25", "dense", "multilingual")
+SIGNALS = ("bm25", "dense", "multilingual", "gloss")
+#: signals scored over the lexical (BM25) index
+LEXICAL_SIGNALS = ("bm25", "gloss")
 #: what the multilingual encoder reads. Hit@1 of USE alone on the provisional curated train + dev
 #: requests: description (300 chars) only 0.462, description (1,000) only 0.447, description (1,000)
 #: + body head (600) 0.511

@@ -4,9 +4,9 @@ A system's answer is a ``Run`` (``lib.core.runs``: one ``Ranking`` per request i
 the evaluation graph's ``retrieval_runs`` / ``external_runs``, the router asset's adoption rule and the benches all call
 ``run_systems``, so a number means the same wherever it is printed. Systems, named as in the tables:
 
-- ``bm25`` and ``multilingual``: each signal alone; ``embedder:<variant>``: the dense signal of each
+- ``bm25``, ``multilingual`` and ``gloss``: each signal alone; ``embedder:<variant>``: the dense signal of each
   registered bi-encoder (``base`` is the untrained one);
-- ``rrf:<a>+<b>``: reciprocal-rank fusion of two signals (``dense`` is the first-stage embedder's);
+- ``rrf:<a>+<b>``: reciprocal-rank fusion of two signals (``dense`` is the first-stage embedder's; not ``gloss``);
 - ``reranker:<variant>``: each cross-encoder over the first-stage embedder's head;
 - ``fusion`` (the engine's fusion model) and ``fusion+reranker:<variant>`` over its head;
 - ``router:default``: what a user of the store gets (``defaults.default_engine``, routed as ``part_routing.route_as_user``
@@ -33,7 +33,9 @@ from skill_assets.lib.retrieval.signals import SIGNALS, dense_document
 FUSED_SYSTEM = "fusion"
 DEFAULT_SYSTEM = "router:default"
 #: the name of a signal's own system (the dense signal is named by its embedder: ``embedder:<variant>``)
-SIGNAL_SYSTEM = {"bm25": "bm25", "multilingual": "multilingual"}
+SIGNAL_SYSTEM = {"bm25": "bm25", "multilingual": "multilingual", "gloss": "gloss"}
+#: signals no reciprocal-rank pair is formed with: ``gloss`` is ``bm25`` again for every request without Chinese
+NO_RRF = ("gloss",)
 
 
 def fusion_version(model: FusionModel, directory: str | Path | None = None) -> str:
@@ -60,7 +62,7 @@ def run_systems(engine: Engine, requests: Mapping[str, str], first_stage: str,
                                                                      versions[s])
             for s in SIGNALS if s in scores}
     by_signal = {s: runs[SIGNAL_SYSTEM.get(s, f"embedder:{first_stage}")] for s in SIGNALS if s in scores}
-    for a, b in itertools.combinations(by_signal, 2):
+    for a, b in itertools.combinations([s for s in by_signal if s not in NO_RRF], 2):
         runs[f"rrf:{a}+{b}"] = Run.of(ids, [rrf(pair, top_k) for pair in zip(by_signal[a].rankings.values(),
                                                                                by_signal[b].rankings.values())],
                                       f"rrf({versions[a]}, {versions[b]})")

@@ -53,7 +53,7 @@ def test_curated_layout_materializes_with_groups_directions_and_intervals(tmp_pa
     # router a user of this store gets (the shipped one)
     assert {"bm25", "embedder:base", "multilingual", "rrf:bm25+multilingual",
             "router:default"} <= systems
-    assert all(s in ("bm25", "multilingual", "embedder:base", "router:default") or s.startswith("rrf:")
+    assert all(s in ("bm25", "multilingual", "gloss", "embedder:base", "router:default") or s.startswith("rrf:")
                for s in systems), systems
     assert runs["skill_id"].n_unique() == 10  # the whole pool
     metrics = store.read_table(db, "external_metrics")

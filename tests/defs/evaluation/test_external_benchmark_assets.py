@@ -20,7 +20,7 @@ from skill_assets.lib.common.tables import frame
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 #: the router's signals alone and RRF of each pair join them (no router_fusion here, so no fusion systems), and the
 #: router a user of this store gets (the shipped one)
-SYSTEMS = {"bm25", "embedder:base", "embedder:r3", "reranker:r3", "multilingual",
+SYSTEMS = {"bm25", "embedder:base", "embedder:r3", "reranker:r3", "multilingual", "gloss",
            "rrf:bm25+dense", "rrf:bm25+multilingual", "rrf:dense+multilingual", "router:default"}
 
 

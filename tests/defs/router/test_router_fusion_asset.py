@@ -23,7 +23,7 @@ from skill_assets.lib.evaluation.report import signal_ablation_table
 from skill_assets.router import Router, Skill
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-ROUTER_SYSTEMS = {"bm25", "multilingual", "rrf:bm25+dense", "rrf:bm25+multilingual",
+ROUTER_SYSTEMS = {"bm25", "multilingual", "gloss", "rrf:bm25+dense", "rrf:bm25+multilingual",
                   "rrf:dense+multilingual", "fusion", "fusion+reranker:r3", "router:default"}
 
 
@@ -72,7 +72,7 @@ def test_router_fusion_registers_a_model_with_its_card(db):
     assert router.engine.fusion is not None and router.engine.fusion.kind == row["kind"] and router.engine.selection.as_dict() == card["selection"]
     router.index([Skill(sid, *fields) for sid, fields in SKILLS.items()])
     (routed,) = router.route(["帮我写一封应聘数据分析师岗位的求职信"], top_k=3)
-    assert set(routed.ranking[0].signals) == {"bm25", "dense", "multilingual", "fused"}
+    assert set(routed.ranking[0].signals) == {"bm25", "dense", "multilingual", "gloss", "fused"}
 
 
 def test_every_router_system_has_runs_and_metrics(db):

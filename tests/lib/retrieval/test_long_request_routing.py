@@ -1,9 +1,11 @@
 """Long requests over a real pool (shared-corpus skills, the shipped router, its real encoders): scoring every text of
 a call in one pass per signal leaves the rankings as they were, and a stop lands inside a long query's encoding.
 
-``long_request_rankings.json`` holds what ``Router.route`` answered for the long-task dev statements of
-``long_request_pool`` before the parts were scored in one pass (four texts of like length per call then): the top 20
-and the selection, scores rounded to 4 decimals."""
+``long_request_rankings.json`` holds what ``Router.route`` answers for the long-task dev statements of
+``long_request_pool``: the top 20 and the selection, scores rounded to 4 decimals. It was first recorded before the
+parts were scored in one pass (four texts of like length per call then), and the one-pass scoring reproduced it; it
+is recorded again, by the same call, whenever the shipped router is refitted (last: the glossed BM25 signal joined
+the fusion), so it pins the path, not a fusion."""
 import json
 import os
 import threading

@@ -16,6 +16,7 @@ import numpy as np
 from skill_assets.lib.retrieval.dense import DenseIndex
 from skill_assets.lib.retrieval.multilingual import MultilingualEncoder, MultilingualIndex
 from skill_assets.lib.retrieval.pool_index import IndexStopped
+from skill_assets.lib.retrieval.threads import SMALL_BATCH
 
 
 def encode_side_by_side(dense: DenseIndex, dense_docs: list[str], encoder: MultilingualEncoder,
@@ -24,11 +25,13 @@ def encode_side_by_side(dense: DenseIndex, dense_docs: list[str], encoder: Multi
     """(dense matrix, multilingual index, dense documents cached, documents encoded by either side).
 
     With two cores or more each encoder gets half of them, and whichever side finishes first hands its cores
-    to the other. One core: one after the other. A failure on
+    to the other. One core, or fewer than ``SMALL_BATCH`` documents (a ``serve --watch`` re-index's changed
+    skills, which the caller encodes on one thread: ``IndexBuilder._encode_documents``): one after the other, with
+    no thread counts handed between the sides. A failure on
     either side stops the other at its next chunk and is raised here (the first failure, not the other
     side's stop)."""
     cores = encoder.threads
-    if cores < 2:
+    if cores < 2 or len(dense_docs) < SMALL_BATCH:
         matrix, cached, encoded = dense.embed(dense_docs, shard_size, checkpoint)
         multilingual, more = MultilingualIndex.build_or_load(multilingual_docs, cache_dir, encoder, log,
                                                              shard_size, checkpoint)

@@ -40,6 +40,7 @@ from skill_assets.lib.retrieval.signals import (
     multilingual_document,
     skill_language,
 )
+from skill_assets.lib.retrieval.threads import request_threads
 
 #: what every per-skill value of an index is read from (name, description, body): two skills with the same text
 #: have the same documents, digests, language and rows, whatever their ids
@@ -144,11 +145,13 @@ class IndexBuilder:
             self._encode_and_publish(pool, shard_size, generation, build, t0, hold, warm=False)
             build.wait()  # raises the build's error here
         else:
-            answering = "bm25" if self._pool is pool else "the full index it replaces"
+            lexical_only = self._pool is pool
+            answering = "bm25" if lexical_only else "the full index it replaces"
             self.log(f"lexical index ready in {build.lexical_seconds:.1f}s: answering with {answering} while the "
                      f"{' and '.join(self.encoded_signals())} indexes build")
             build._thread = threading.Thread(target=self._encode_and_publish, name="skill-assets-index",
-                                             args=(pool, shard_size, generation, build, t0, hold, True), daemon=True)
+                                             args=(pool, shard_size, generation, build, t0, hold, lexical_only),
+                                             daemon=True)
             build._thread.start()
         return build
 
@@ -181,7 +184,9 @@ class IndexBuilder:
                             hold: Callable[[], None] | None, warm: bool) -> None:
         """Encode (or load from the cache) the dense and multilingual indexes and publish the full index. ``warm``:
         load what answering with every signal needs first (the engine's ``warm``), so the first such answer comes at
-        the hybrid's speed while the lexical answers go on."""
+        the hybrid's speed while the lexical answers go on. A re-index has no lexical answers to cover: answers go on
+        over the full index it replaces, with every signal, and load what they need themselves; warming would only
+        encode the warm-up requests again beside them."""
         try:
             if hold is not None:
                 hold()
@@ -236,15 +241,19 @@ class IndexBuilder:
 
     def _encode_documents(self, skills: Sequence[Skill], shard_size: int, checkpoint: Callable[[], None]
                           ) -> tuple[np.ndarray, MultilingualIndex | None, int, int]:
-        """``_encode`` of ``skills`` (not empty) from their documents alone: the embedding caches, else the encoders."""
+        """``_encode`` of ``skills`` (not empty) from their documents alone: the embedding caches, else the encoders.
+        A few skills (fewer than ``SMALL_BATCH``: a re-index's changed ones) are encoded as a request is, torch and
+        BLAS on one thread (``request_threads``): a re-index encodes beside the answers, and a pool of threads for
+        a few documents would only spin on the cores they need."""
         dense_docs = [dense_document(s) for s in skills]
-        if "multilingual" not in self.signals:
-            dense, cached, encoded = self.dense.embed(dense_docs, shard_size, checkpoint)
-            return dense, None, cached, encoded
-        return encode_side_by_side(self.dense, dense_docs, self.multilingual,
-                                   [multilingual_document(s, self.multilingual_caps) for s in skills],
-                                   self.cache_dir, self.log,
-                                   shard_size, checkpoint)
+        with request_threads(len(skills)):
+            if "multilingual" not in self.signals:
+                dense, cached, encoded = self.dense.embed(dense_docs, shard_size, checkpoint)
+                return dense, None, cached, encoded
+            return encode_side_by_side(self.dense, dense_docs, self.multilingual,
+                                       [multilingual_document(s, self.multilingual_caps) for s in skills],
+                                       self.cache_dir, self.log,
+                                       shard_size, checkpoint)
 
     def _publish(self, pool: PoolIndex, generation: int) -> bool:
         """Make ``pool`` the one routing reads, unless a newer build has begun since (its pool wins)."""

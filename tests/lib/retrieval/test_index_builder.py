@@ -112,3 +112,16 @@ def test_a_reindex_after_one_edit_reads_hashes_and_looks_up_that_skill_alone(tmp
     assert [len(v) for v in calls.values()] == [1, 1, 1, 1, 2], calls  # the dense and the multilingual cache
     assert calls["lexical_document"][0].description == "Merge several PDF files into one."
     assert (stats.cached, stats.encoded) == (len(POOL) - 1, 2)
+
+
+def test_a_reindex_beside_the_full_index_does_not_warm_the_request_path_again(tmp_path):
+    """Warming covers the lexical answers of a first build; a re-index's answers go on over the full index it
+    replaces, so it would only encode the warm-up requests again beside them."""
+    watched = engine(tmp_path / "cache")
+    warmed, warm = [], watched.indexes._warm
+    watched.indexes._warm = lambda: warmed.append(len(warmed)) or warm()
+    watched.start_index(POOL).wait()
+    assert warmed == [0]
+    stats = watched.start_index(edited(POOL)).wait()
+    assert warmed == [0] and (stats.cached, stats.encoded) == (len(POOL) - 1, 2)
+    assert watched.pool.skills == tuple(edited(POOL)) and watched.indexes.complete

@@ -7,6 +7,7 @@ test of the background thread polls for the new state with a generous bound, a h
 from __future__ import annotations
 
 import functools
+import gc
 import json
 import os
 import shutil
@@ -199,6 +200,10 @@ def test_the_background_thread_picks_up_a_new_skill(served):
     while "sourdough" not in router.engine.ids and time.monotonic() < deadline:
         time.sleep(0.2)
     assert top(router, SOURDOUGH) == "sourdough"
+    # what the server held when the thread began to follow the pool is out of the collector's walks until it stops
+    assert gc.get_freeze_count() > 0
+    watcher.stop()
+    assert gc.get_freeze_count() == 0
 
 
 def test_a_reindex_answers_over_the_old_full_index_until_the_new_one_is_published(served_hybrid, monkeypatch):

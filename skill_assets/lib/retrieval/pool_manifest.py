@@ -89,13 +89,14 @@ class ParsedFiles:
         entry = self._last.get(rel)
         if entry is None or not stat.S_ISREG(st.st_mode) or entry[0] != file_identity(st):
             return None
-        found = self._found(entry)
-        self.kept[rel] = (entry[0], found)
+        kept = self.kept[rel] = self._kept(entry)
         self.stats.unchanged += 1
-        return found
+        return kept[1]
 
-    def _found(self, entry: Kept) -> ParsedSkill | SkillParseError:
-        return entry[1]
+    def _kept(self, entry: Kept) -> Kept:
+        """A last read's entry as this read keeps it: the same tuple, not a new one per file and read (each reload
+        of ``serve --watch`` would leave 10,000 more objects for the garbage collector to walk)."""
+        return entry
 
     def record(self, rel: str, st: os.stat_result, found: ParsedSkill | SkillParseError) -> None:
         """Keep what ``rel`` parsed to now (``st``: its ``lstat`` taken before it was read), where it may be kept."""
@@ -146,10 +147,10 @@ class PoolManifest(ParsedFiles):
             return
         self._last, self._bodies = files, data
 
-    def _found(self, entry: list) -> ParsedSkill | SkillParseError:
+    def _kept(self, entry: list) -> Kept:
         if entry[1] == "ok":
-            return ParsedSkill(entry[2], entry[3], self._bodies[entry[4]:entry[5]].decode("utf-8"))
-        return SkillParseError(entry[2], entry[3])
+            return entry[0], ParsedSkill(entry[2], entry[3], self._bodies[entry[4]:entry[5]].decode("utf-8"))
+        return entry[0], SkillParseError(entry[2], entry[3])
 
     def save(self) -> None:
         """Write the manifest of this read (files gone since are dropped), unless it is the one loaded."""

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import gc
 import os
+import stat
 import sys
 import threading
 import time
@@ -31,7 +32,7 @@ from pathlib import Path
 
 from skill_assets.lib.core.skill_files import FolderReject, walk_skill_paths
 from skill_assets.lib.retrieval.pool_index import IndexBuild
-from skill_assets.lib.retrieval.pool_manifest import Kept, ParsedFiles, PoolManifest
+from skill_assets.lib.retrieval.pool_manifest import Kept, ParsedFiles, PoolManifest, Walk
 from skill_assets.lib.retrieval.pools import PoolLoad, Rejected, Skill, load_pools
 from skill_assets.router.routing import Router, stderr_log
 
@@ -51,22 +52,34 @@ RELOAD_SWITCH_SECONDS = 0.0005
 Snapshot = dict[str, tuple[int, int]]
 
 
-def snapshot(roots: Sequence[str | Path]) -> Snapshot:
+def snapshot(roots: Sequence[str | Path], walks: dict[str, Walk] | None = None) -> Snapshot:
     """The state of every file the pool is loaded from: a folder root's ``SKILL.md`` files (``walk_skill_paths``:
-    ingest's candidates and folder rules), a JSONL root itself. A file that vanishes mid-walk is simply absent."""
+    ingest's candidates and folder rules), a JSONL root itself. A file that vanishes mid-walk is simply absent.
+
+    ``walks``: filled with each folder root's walk and its files' ``lstat`` (by the root as given), for the read of
+    the pool this look decides (``ParsedFiles``), which then neither walks nor stats the files again. A symlink's
+    state is its target's (an edit of the target is a change), its ``lstat`` what the read keeps outcomes by."""
     state: Snapshot = {}
     for root in roots:
         root = Path(root).expanduser()
         try:
-            paths = [root] if root.is_file() else [p for p in walk_skill_paths(root) if not isinstance(p, FolderReject)]
+            folder = not root.is_file()
+            entries = list(walk_skill_paths(root)) if folder else [root]
         except OSError:
             continue  # a root that cannot be listed now: the reload says why
-        for path in paths:
-            try:
-                st = os.stat(path)
-            except OSError:
-                continue
-            state[str(path)] = (st.st_mtime_ns, st.st_size)
+        walk: Walk = []
+        for path in entries:
+            st = None
+            if not isinstance(path, FolderReject):
+                try:
+                    st = os.lstat(path)
+                    target = os.stat(path) if stat.S_ISLNK(st.st_mode) else st
+                    state[str(path)] = (target.st_mtime_ns, target.st_size)
+                except OSError:
+                    pass  # gone, or a link to nothing: not watched, and the read says why
+            walk.append((path, st))
+        if walks is not None and folder:
+            walks[str(root)] = walk
     return state
 
 
@@ -127,7 +140,8 @@ class PoolWatcher:
     def poll(self) -> bool:
         """Look at the pool once; reload it if it changed and has since been quiet for ``quiet`` seconds. Returns
         whether it reloaded."""
-        now, current = self.clock(), snapshot(self.roots)
+        walks: dict[str, Walk] = {}
+        now, current = self.clock(), snapshot(self.roots, walks)
         if current != self._seen:
             self._changed_at = now - self._quiet_for(current)
             self._seen = current
@@ -135,7 +149,7 @@ class PoolWatcher:
             return False
         changed = len(differing(current, self._indexed))
         self.log(f"watch: {changed} file{'s' * (changed != 1)} changed; reloading the pool")
-        self.reload(current)
+        self.reload(current, walks)
         return True
 
     def _quiet_for(self, current: Snapshot) -> float:
@@ -149,24 +163,27 @@ class PoolWatcher:
             return 0.0
         return max(0.0, self.wall() - max(written))
 
-    def reload(self, files: Snapshot | None = None) -> bool:
+    def reload(self, files: Snapshot | None = None, walks: dict[str, Walk] | None = None) -> bool:
         """Load the pool now and index it (returns once the full index is published: only changed skills are
-        encoded); ``files``: the snapshot it is loaded as (default: taken now). Returns whether the pool was
-        replaced; on failure the served pool stays, and one line says why. Calls answered meanwhile take the GIL
-        back sooner (``RELOAD_SWITCH_SECONDS``)."""
+        encoded); ``files``: the snapshot it is loaded as, ``walks`` the folder roots' walks that snapshot took
+        (default: both taken now). Returns whether the pool was replaced; on failure the served pool stays, and one
+        line says why. Calls answered meanwhile take the GIL back sooner (``RELOAD_SWITCH_SECONDS``)."""
         switch = sys.getswitchinterval()
         sys.setswitchinterval(RELOAD_SWITCH_SECONDS)
         try:
-            return self._reload(files)
+            if files is None:
+                walks = {}
+                files = snapshot(self.roots, walks)
+            return self._reload(files, walks or {})
         finally:
             sys.setswitchinterval(switch)
 
-    def _reload(self, files: Snapshot | None) -> bool:
-        self._indexed = self._seen = files if files is not None else snapshot(self.roots)
+    def _reload(self, files: Snapshot, walks: dict[str, Walk]) -> bool:
+        self._indexed = self._seen = files
         self._changed_at = None
         old = self.router.skill_by_id
         try:
-            load = self._read()
+            load = self._read(walks=walks)
         except (OSError, ValueError) as exc:
             self.log(f"watch: the pool was not reloaded ({exc}); the last indexed pool stays served")
             return False
@@ -193,15 +210,15 @@ class PoolWatcher:
                  f"({load.files.unchanged} unchanged)")
         return True
 
-    def _read(self, log: Callable[[str], None] | None = None) -> PoolLoad:
+    def _read(self, log: Callable[[str], None] | None = None, walks: dict[str, Walk] | None = None) -> PoolLoad:
         """The pool's roots read now (``load_pools``; ``log``: its line on flagged skills, default the watcher's),
-        each folder root through the outcomes its last read kept."""
+        each folder root through the outcomes its last read kept and the walk ``walks`` holds for it, if any."""
         reading: dict[tuple[str, int], ParsedFiles] = {}
 
         def parsed_files(root: Path, max_file_bytes: int) -> ParsedFiles:
             key = (os.path.realpath(root), max_file_bytes)
             last = self._parsed.get(key)
-            files = reading[key] = (ParsedFiles(last) if last is not None
+            files = reading[key] = (ParsedFiles(last, (walks or {}).get(str(root))) if last is not None
                                     else PoolManifest(self.router.cache_dir, root, max_file_bytes))
             return files
 

@@ -11,6 +11,7 @@ import gc
 import json
 import os
 import shutil
+import sys
 import threading
 import time
 from pathlib import Path
@@ -20,7 +21,8 @@ import pytest
 from mcp import Client
 
 from skill_assets.lib.models.bundled_models import bundled_minilm
-from skill_assets.lib.retrieval import lexical, pool_manifest, signals
+from skill_assets.lib.core import skill_files
+from skill_assets.lib.retrieval import lexical, pool_manifest, pools, signals
 from skill_assets.lib.retrieval.lexical import LexicalIndex
 from skill_assets.lib.retrieval.pool_manifest import PoolManifest
 from skill_assets.lib.retrieval.pools import load_pool
@@ -28,6 +30,7 @@ from skill_assets.lib.retrieval.signals import SIGNALS, lexical_document
 from skill_assets.lib.retrieval.engine import Engine
 from skill_assets.router import Router
 from skill_assets.router.serve import build_server
+from skill_assets.router import watch
 from skill_assets.router.watch import PoolWatcher
 
 pytestmark = pytest.mark.timeout(1200)
@@ -285,3 +288,32 @@ def test_a_reindex_detects_the_language_of_the_changed_skill_alone(served, monke
     write_skill(pool, "pdf-forms", "pdf-forms", "Stamp a watermark on every page of a PDF.", "Use pypdf's merge_page.")
     assert watcher.reload()
     assert len(detected) == 1 and detected[0].startswith("Stamp a watermark on every page of a PDF.")
+
+
+def test_a_reload_reads_the_pool_through_the_walk_of_the_look_that_decided_it(served, monkeypatch):
+    """The look at the pool walks it and stats every file; the reload it decides reads through that walk instead of
+    walking and stat-ing 10,000 files again, and still parses the changed file alone."""
+    router, watcher, pool, logs = served
+    monkeypatch.setattr(pool_manifest, "RACY_SECONDS", 0.0)  # the files just written may be kept at once
+    assert watcher.reload()  # the first read goes through the pool's manifest
+    write_skill(pool, "git-bisect", "git-bisect", "Find the commit that broke the build by bisecting.", "Bisect.")
+    os.utime(pool / "git-bisect" / "SKILL.md", (997.0, 997.0))  # long quiet: the look that finds it reloads
+    walked, statted_by = [], set()
+    real_walk, real_lstat = skill_files.walk_skill_paths, os.lstat
+
+    def walk(root, *args):
+        walked.append(root)
+        return real_walk(root, *args)
+
+    def lstat(path):
+        statted_by.add(sys._getframe(1).f_globals["__name__"])
+        return real_lstat(path)
+
+    for module in (skill_files, watch):
+        monkeypatch.setattr(module, "walk_skill_paths", walk)
+    monkeypatch.setattr(os, "lstat", lstat)
+    assert watcher.poll()
+    assert walked == [pool]  # the look's walk alone
+    assert pools.__name__ not in statted_by and watch.__name__ in statted_by
+    assert router.skill_by_id["git-bisect"].description == "Find the commit that broke the build by bisecting."
+    assert reload_lines(logs)[-1].endswith("SKILL.md files parsed: 1 (2 unchanged)")

@@ -68,6 +68,14 @@ class ManifestStats:
 
 #: one file's kept parse outcome: its identity when it was read (``file_identity``), and what it parsed to
 Kept = tuple[list[int], ParsedSkill | SkillParseError]
+#: a folder root's walk (``skill_files.walk_skill_paths``) in its order, each candidate file with its ``lstat`` where
+#: the walk took one (None: taken when the file is read)
+Walk = list[tuple[str | skill_files.FolderReject, os.stat_result | None]]
+
+
+def walked_now(root: Path) -> Walk:
+    """``root``'s walk taken now, each file's ``lstat`` left to the read."""
+    return [(entry, None) for entry in skill_files.walk_skill_paths(root)]
 
 
 class ParsedFiles:
@@ -76,13 +84,20 @@ class ParsedFiles:
     ``outcome(rel, st)`` answers from the last read for a file whose identity ``st`` is unchanged (else None);
     ``record`` keeps what was parsed now; after the read, ``kept`` holds every outcome the next read may reuse.
     ``serve --watch`` reads its pool through these on every reload: the manifest file (``PoolManifest``) would be
-    loaded and written again each time, two JSON passes over 10,000 entries, sealed, in the serving process."""
+    loaded and written again each time, two JSON passes over 10,000 entries, sealed, in the serving process.
+    ``walk``: the root's walk with each file's ``lstat``, where the caller took it just now (the watcher's look at
+    the pool, which decided the reload: walking and stat-ing 10,000 files again was half of each reload's read)."""
 
-    def __init__(self, last: dict[str, Kept] | None = None) -> None:
+    def __init__(self, last: dict[str, Kept] | None = None, walk: Walk | None = None) -> None:
         self.stats = ManifestStats()
         self.kept: dict[str, Kept] = {}
         self._last: dict[str, Kept] | dict[str, list] = last or {}
+        self._walk = walk
         self._started_ns = time.time_ns()
+
+    def walk(self, root: Path) -> Walk:
+        """The root's candidate files in walk order: the walk given, else one taken now (``walked_now``)."""
+        return self._walk if self._walk is not None else walked_now(root)
 
     def outcome(self, rel: str, st: os.stat_result) -> ParsedSkill | SkillParseError | None:
         """The last parse outcome of the plain file ``rel`` (relative to the root) if its identity is unchanged."""

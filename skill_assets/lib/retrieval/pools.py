@@ -34,8 +34,8 @@ from pathlib import Path
 from skill_assets.lib.core.frontmatter import ParsedSkill, SkillParseError
 from skill_assets.lib.common.hashing import normalise_name
 from skill_assets.lib.common.jsonl import JsonlError, capped_lines, parse_json_object
-from skill_assets.lib.core.skill_files import FolderReject, read_skill, walk_skill_paths
-from skill_assets.lib.retrieval.pool_manifest import ManifestStats, ParsedFiles, PoolManifest
+from skill_assets.lib.core.skill_files import FolderReject, read_skill
+from skill_assets.lib.retrieval.pool_manifest import ManifestStats, ParsedFiles, PoolManifest, walked_now
 
 SKILL_FILENAME = "SKILL.md"
 DEFAULT_MAX_FILE_BYTES = 1_000_000
@@ -115,23 +115,22 @@ class _Ids:
 ParsedFilesFor = Callable[[Path, int], ParsedFiles]
 
 
-def _parsed(path: str, rel: str, root: Path, max_file_bytes: int, manifest: ParsedFiles | None
-            ) -> ParsedSkill | SkillParseError:
+def _parsed(path: str, rel: str, root: Path, max_file_bytes: int, manifest: ParsedFiles | None,
+            st: os.stat_result | None) -> ParsedSkill | SkillParseError:
     """What one candidate file (``rel`` under ``root``) parses to: from the manifest where the file is unchanged,
-    else read now."""
-    st = None
-    if manifest is not None:
+    else read now. ``st``: its ``lstat`` taken with the walk, if it was (else taken here)."""
+    if manifest is not None and st is None:
         try:
             st = os.lstat(path)
         except OSError:
             pass  # gone since the walk: read_skill says why
-        if st is not None and (found := manifest.outcome(rel, st)) is not None:
-            return found
+    if manifest is not None and st is not None and (found := manifest.outcome(rel, st)) is not None:
+        return found
     try:
         found = read_skill(Path(path), root, max_file_bytes, require_description=False)[1]
     except SkillParseError as exc:
         found = exc
-    if st is not None:
+    if manifest is not None and st is not None:
         manifest.record(rel, st, found)
     return found
 
@@ -143,14 +142,14 @@ def _load_dir(root: Path, max_file_bytes: int, manifest: ParsedFiles | None) -> 
     ids = _Ids()
     prefix = str(root) if str(root).endswith(os.sep) else str(root) + os.sep
     shown_from = len(prefix) if str(root) == "." else 0  # a file under "." is shown as pathlib shows it: a/SKILL.md
-    for entry in walk_skill_paths(root):
+    for entry, st in manifest.walk(root) if manifest is not None else walked_now(root):
         if isinstance(entry, FolderReject):
             out.rejected.append(Rejected(str(entry.path), entry.code, entry.message))
             continue
         rel_file, entry = entry[len(prefix):], entry[shown_from:]
         folder = os.path.dirname(rel_file)
         sid = folder.replace(os.sep, "/") if folder else root.resolve().name
-        parsed = _parsed(entry, rel_file, root, max_file_bytes, manifest)
+        parsed = _parsed(entry, rel_file, root, max_file_bytes, manifest, st)
         if isinstance(parsed, SkillParseError):
             out.rejected.append(Rejected(entry, parsed.code, parsed.message))
             continue

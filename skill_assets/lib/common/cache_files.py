@@ -65,6 +65,29 @@ def remove_orphans(directory: Path) -> None:
             _remove(entry)
 
 
+def keep_newest(directory: Path, keep: int, used: Path) -> None:
+    """Remove all but the ``keep`` most recently used entries of ``directory`` (by modification time; ``used``, the
+    entry the caller has just written or read, is marked used now and never removed). A content-addressed cache
+    that gains an entry for every version of its input (a watched pool's BM25 index after each edit, 15 MB at
+    10,000 skills) would otherwise grow for as long as the server runs. A process still reading a removed entry
+    keeps its open files; one that looks it up next rebuilds it."""
+    os.utime(used)
+    try:
+        entries = [e for e in directory.iterdir() if not _TEMPORARY.match(e.name)]
+    except OSError:
+        return
+    for entry in sorted(entries, key=_used_at, reverse=True)[keep:]:
+        if entry != used:
+            _remove(entry)
+
+
+def _used_at(entry: Path) -> float:
+    try:
+        return entry.stat().st_mtime
+    except OSError:  # removed meanwhile by another process
+        return 0.0
+
+
 def _fsync_tree(path: Path) -> None:
     """Flush what was written, so a power cut after the rename cannot leave a renamed but empty file."""
     for f in ([path] if path.is_file() else [p for p in path.rglob("*") if p.is_file()]):

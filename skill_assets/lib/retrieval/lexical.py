@@ -4,7 +4,8 @@ BM25 is the strongest single signal within one language, and it needs no truncat
 thousands of characters is scored token by token. The index of a pool is saved under
 ``<cache>/bm25/<key>/`` where the key hashes the bm25s version, the tokenizer and every document,
 so a second start over the same pool memory-maps it instead of tokenizing 10,000 bodies again. The folder
-appears whole in one rename; one whose files do not agree is discarded and built again.
+appears whole in one rename; one whose files do not agree is discarded and built again. The ``KEPT_INDEXES`` most
+recently used are kept, the older removed.
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from skill_assets.lib.common.cache_files import atomic_output, discard_damaged
+from skill_assets.lib.common.cache_files import atomic_output, discard_damaged, keep_newest
 from skill_assets.lib.common.hashing import digest
 
 #: Chinese runs become character bigrams, English stopwords (bm25s' 33)
@@ -25,6 +26,9 @@ from skill_assets.lib.common.hashing import digest
 #: in 11 s instead of 72 s), so no segmenter; dropping stopwords 0.562 / NDCG@10 0.605 vs 0.559 / 0.594.
 TOKENIZER = "bigram-stop_en"
 INDEX_FORMAT = "bm25-v2"
+#: saved BM25 indexes kept per cache folder, the most recently used: a pool's own, the few pools a user switches
+#: between, and a watched pool's latest versions (each edit saves a new one)
+KEPT_INDEXES = 8
 
 
 @functools.cache
@@ -181,6 +185,7 @@ class LexicalIndex:
         directory = cache_dir / "bm25" / key if cache_dir is not None else None
         if directory is not None and directory.is_dir():
             if (loaded := _load_checked(directory, len(documents))) is not None:
+                keep_newest(directory.parent, KEPT_INDEXES, directory)
                 return cls(loaded), True
         log(f"building the BM25 index of {len(documents)} documents")
         retriever = bm25s.BM25()
@@ -197,6 +202,8 @@ class LexicalIndex:
                 retriever.save(tmp, show_progress=False)
         except OSError:  # another process saved the same index first
             pass
+        if directory.is_dir():
+            keep_newest(directory.parent, KEPT_INDEXES, directory)
         return cls(retriever), False
 
     @property

@@ -2,11 +2,13 @@
 whether built from scratch or by updating the last build's layout (``TermColumns``)."""
 from __future__ import annotations
 
+import os
+
 import bm25s
 import numpy as np
 
 from skill_assets.lib.common.hashing import digest
-from skill_assets.lib.retrieval.lexical import DocumentTokens, LexicalIndex, _index_by_counts
+from skill_assets.lib.retrieval.lexical import KEPT_INDEXES, DocumentTokens, LexicalIndex, _index_by_counts
 
 DOCS = [
     "docker compose services cannot reach each other docker network",
@@ -82,3 +84,27 @@ def test_a_layout_kept_for_an_index_loaded_from_the_cache_is_updated_to_bm25s_ow
     reference, built = indexed(edited, tokens)
     for key in ("data", "indices", "indptr"):
         assert np.array_equal(built.scores[key], reference.scores[key]), key
+
+
+
+def test_the_cache_keeps_the_most_recently_used_indexes(tmp_path) -> None:
+    """A watched pool saves a new index after every edit: only the ``KEPT_INDEXES`` last used stay on disk, and one
+    loaded again counts as used, so the pool a server routes over is not the one removed. Each new index's time is
+    set one second after the last (the clock's grain decides nothing)."""
+    saved = tmp_path / "bm25"
+    first = ["a first pool about docker networks", "and its pdf forms"]
+    LexicalIndex.build_or_load(first, tmp_path)
+    (first_folder,) = saved.iterdir()
+    os.utime(first_folder, (1_000, 1_000))
+    known = {first_folder}
+    for i in range(KEPT_INDEXES + 3):
+        LexicalIndex.build_or_load([f"edit {i} of a watched pool", "sourdough ledger"], tmp_path)
+        for new in set(saved.iterdir()) - known:
+            os.utime(new, (1_001 + i, 1_001 + i))
+            known.add(new)
+        if i == 1:
+            assert LexicalIndex.build_or_load(first, tmp_path)[1]  # routed again: used now, so kept from here on
+    assert len(list(saved.iterdir())) == KEPT_INDEXES and first_folder.is_dir()
+    assert LexicalIndex.build_or_load([f"edit {KEPT_INDEXES + 2} of a watched pool", "sourdough ledger"],
+                                      tmp_path)[1]  # the newest edit is kept
+    assert not LexicalIndex.build_or_load(["edit 0 of a watched pool", "sourdough ledger"], tmp_path)[1]  # gone

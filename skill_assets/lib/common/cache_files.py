@@ -71,10 +71,10 @@ def keep_newest(directory: Path, keep: int, used: Path) -> None:
     that gains an entry for every version of its input (a watched pool's BM25 index after each edit, 15 MB at
     10,000 skills) would otherwise grow for as long as the server runs. A process still reading a removed entry
     keeps its open files; one that looks it up next rebuilds it."""
-    os.utime(used)
     try:
+        os.utime(used)
         entries = [e for e in directory.iterdir() if not _TEMPORARY.match(e.name)]
-    except OSError:
+    except OSError:  # a read-only cache (a prebuilt index in an image) is read as it is
         return
     for entry in sorted(entries, key=_used_at, reverse=True)[keep:]:
         if entry != used:

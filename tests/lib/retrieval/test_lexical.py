@@ -108,3 +108,18 @@ def test_the_cache_keeps_the_most_recently_used_indexes(tmp_path) -> None:
     assert LexicalIndex.build_or_load([f"edit {KEPT_INDEXES + 2} of a watched pool", "sourdough ledger"],
                                       tmp_path)[1]  # the newest edit is kept
     assert not LexicalIndex.build_or_load(["edit 0 of a watched pool", "sourdough ledger"], tmp_path)[1]  # gone
+
+
+
+def test_a_read_only_cache_is_read_as_it_is(tmp_path, monkeypatch) -> None:
+    """A prebuilt index baked into a read-only image cannot have its time set (injected here: the tests may run as
+    root, whom file modes do not stop): it is loaded all the same, and nothing is removed."""
+    docs = ["a pool shipped read-only", "inside an image"]
+    LexicalIndex.build_or_load(docs, tmp_path)
+
+    def read_only(*args, **kwargs):
+        raise PermissionError(30, "Read-only file system")
+
+    monkeypatch.setattr(os, "utime", read_only)
+    assert LexicalIndex.build_or_load(docs, tmp_path)[1]
+    assert len(list((tmp_path / "bm25").iterdir())) == 1

@@ -36,7 +36,7 @@ from skill_assets.lib.models import model_registry as registry  # noqa: E402
 from skill_assets.lib.models.bundled_models import bundled_minilm
 from skill_assets.lib.common.significance import paired_bootstrap  # noqa: E402
 from skill_assets.lib.evaluation.curated_benchmark import load_requests  # noqa: E402
-from skill_assets.lib.retrieval.fusion_training import save_router_model, train_fusion  # noqa: E402
+from skill_assets.lib.retrieval.fusion_training import fit_over, save_router_model  # noqa: E402
 from skill_assets.lib.retrieval.pools import load_pool  # noqa: E402
 from skill_assets.lib.core.metrics import per_query_metrics  # noqa: E402
 from skill_assets.lib.core.runs import Ranking, Run  # noqa: E402
@@ -169,9 +169,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def fit_fusion(router: Engine, requests: list[Request], signals: tuple[str, ...], source: str):
-    """A fusion over ``signals`` fitted on train, chosen on dev (every signal, or one left out for the ablation)."""
-    return train_fusion(lambda qs: router.candidates(qs, signals=signals), router.ids, requests, signals,
-                        router.similarity, depth=50, data_source=f"curated:{Path(source).name}", log=stderr_log)
+    """A fusion over ``signals`` fitted on train, chosen on dev (every signal, or one left out for the ablation), by
+    the one recipe (``fusion_training.fit_over``)."""
+    return fit_over(router, requests, signals, router.similarity, f"curated:{Path(source).name}", {}, log=stderr_log)
 
 
 if __name__ == "__main__":

@@ -65,10 +65,22 @@ class Pipeline:
                 out["bm25"] = pool.lexical.scores(queries)
             if "gloss" in signals:
                 checkpoint()
-                out["gloss"] = pool.lexical.scores([with_gloss(q) for q in queries])
+                out["gloss"] = self._gloss_scores(pool, queries, out.get("bm25"))
             if "multilingual" in signals:
                 checkpoint()
                 out["multilingual"] = pool.multilingual.scores(queries, checkpoint)
+        return out
+
+    @staticmethod
+    def _gloss_scores(pool: PoolIndex, queries: list[str], bm25: np.ndarray | None) -> np.ndarray:
+        """BM25 of each request with its glosses; a request with nothing to gloss (no Chinese) is its ``bm25`` row,
+        copied where this call scored it rather than scored twice."""
+        glossed = [with_gloss(q) for q in queries]
+        if bm25 is None:
+            return pool.lexical.scores(glossed)
+        out = bm25.copy()
+        if changed := [i for i, (q, g) in enumerate(zip(queries, glossed)) if g != q]:
+            out[changed] = pool.lexical.scores([glossed[i] for i in changed])
         return out
 
     def candidates(self, pool: PoolIndex, queries: list[str], scores: dict[str, np.ndarray] | None = None,

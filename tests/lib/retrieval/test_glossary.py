@@ -54,6 +54,16 @@ def test_an_english_request_scores_as_under_bm25(engine: Engine) -> None:
     np.testing.assert_array_equal(scores["gloss"], scores["bm25"])
 
 
+def test_a_mixed_call_scores_each_request_as_alone(engine: Engine) -> None:
+    """English rows are taken from the call's BM25 scores, Chinese ones scored glossed: each equals its own call."""
+    queries = ["send the meeting minutes by mail", "用机器学习模型预测股票价格", "sourdough starter"]
+    together = engine.signal_scores(queries, signals=("bm25", "gloss"))["gloss"]
+    gloss_alone = engine.signal_scores(queries, signals=("gloss",))["gloss"]
+    np.testing.assert_array_equal(together, gloss_alone)
+    for i, query in enumerate(queries):
+        np.testing.assert_array_equal(together[i], engine.signal_scores([query], signals=("gloss",))["gloss"][0])
+
+
 def test_the_gloss_signal_needs_the_bm25_index() -> None:
     with pytest.raises(ValueError, match="needs the bm25 signal"):
         Engine(bundled_minilm(), signals=("dense", "gloss"))

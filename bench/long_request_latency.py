@@ -43,7 +43,6 @@ from skill_assets.router.routing import Router, stderr_log  # noqa: E402
 WORDS = 600
 #: issue 33's target for this request, p50 by parts on 2 cores
 TARGET_MS = 150
-STAGES = ("dense", "bm25", "multilingual", "fusion")
 
 
 def long_request(words: int = WORDS) -> str:
@@ -76,7 +75,7 @@ def percentiles(fn: Callable[[], object], runs: int, warmup: int = 3) -> tuple[f
 def stage_medians(engine: Engine, texts: list[str], runs: int) -> dict[str, float]:
     """Median ms of each stage of the part-wise path over ``texts``: each signal's scoring of all of them (one call
     each, as ``route_by_parts`` scores them) and the candidates and fusion from those scores."""
-    times: dict[str, list[float]] = {s: [] for s in STAGES}
+    times: dict[str, list[float]] = {s: [] for s in (*engine.fusion.signals, "fusion")}
     for _ in range(runs):
         scores = {}
         for signal in engine.fusion.signals:

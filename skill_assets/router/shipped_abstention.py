@@ -35,6 +35,7 @@ from skill_assets.lib.retrieval.abstention import (
     F1_BUDGET,
     Abstention,
     choose_threshold,
+    description_cosines,
     encoder_keys,
     feature_names,
     fit_abstention,
@@ -99,10 +100,13 @@ def score(engine: Engine, queries: list[str], groups: Sequence[Sequence[Sequence
     cands = engine.candidates(queries, scores=scores)
     rankings = ranked(engine.fusion, cands, engine.ids)
     first = [int(engine.fusion.rank(c)[0][0]) for c in cands]  # the fused first skill's position in its candidates
+    pool = engine.pool
+    descriptions = description_cosines(queries, [pool.skills[int(c.rows[i])] for c, i in zip(cands, first)],
+                                       pool.multilingual)
     f1 = [set_scores(engine.selection.select(r, engine.similarity, q), g)[1] if g else 0.0
           for r, q, g in zip(rankings, queries, groups or [()] * len(queries))]
-    features = [request_features(q, c, engine.fusion.signals, len(engine.ids), i)
-                for q, c, i in zip(queries, cands, first)]
+    features = [request_features(q, c, engine.fusion.signals, len(engine.ids), i, float(d))
+                for q, c, i, d in zip(queries, cands, first, descriptions)]
     return Scored(np.array(features), rankings, np.array(f1))
 
 

@@ -22,6 +22,7 @@ from skill_assets.lib.retrieval.abstention import (  # noqa: E402
     ABSTENTION_FILE,
     Abstention,
     choose_threshold,
+    description_cosines,
     feature_names,
     fusion_digest,
     recipe_hash,
@@ -30,6 +31,7 @@ from skill_assets.lib.retrieval.abstention import (  # noqa: E402
 from skill_assets.lib.retrieval.defaults import SHIPPED_DIR, shipped_router  # noqa: E402
 from skill_assets.lib.retrieval.fusion import MODEL_FILE, Candidates  # noqa: E402
 from skill_assets.lib.retrieval.model_files import ModelFileError  # noqa: E402
+from skill_assets.lib.retrieval.multilingual import MultilingualIndex  # noqa: E402
 from skill_assets.router import Router, Skill  # noqa: E402
 from skill_assets.router.cli import main as route_main  # noqa: E402
 from skill_assets.router.serve import build_server  # noqa: E402
@@ -187,18 +189,32 @@ def test_the_threshold_is_the_lowest_within_the_f1_budget():
 
 def test_the_features_are_the_signals_best_and_first_skill_scores_in_one_block_per_request_language():
     assert feature_names(("bm25", "dense")) == [
-        "en:bm25:best", "en:dense:best", "en:bm25:first", "en:dense:first", "en:latin_share",
-        "zh:bm25:best", "zh:dense:best", "zh:bm25:first", "zh:dense:first", "zh:latin_share", "query_zh"]
+        "en:bm25:best", "en:dense:best", "en:bm25:first", "en:dense:first", "en:first_description", "en:latin_share",
+        "zh:bm25:best", "zh:dense:best", "zh:bm25:first", "zh:dense:first", "zh:first_description", "zh:latin_share",
+        "query_zh"]
     raw = np.array([[12.0, 0.5], [3.0, 0.7]], dtype=np.float32)
     cands = Candidates(np.array([0, 1]), np.zeros((2, 1), np.float32), np.zeros(2, np.int64), False, raw)
-    x = request_features("fix my docker network", cands, ("bm25", "dense"), pool_size=100, first=0)
+    x = request_features("fix my docker network", cands, ("bm25", "dense"), pool_size=100, first=0, description=0.3)
     bm25 = 12.0 / np.log(101)  # BM25 per ln(1 + pool)
-    assert x == pytest.approx([bm25, 0.7, bm25, 0.5, 1.0, 0, 0, 0, 0, 0, 0], rel=1e-6)
+    assert x == pytest.approx([bm25, 0.7, bm25, 0.5, 0.3, 1.0, 0, 0, 0, 0, 0, 0, 0], rel=1e-6)
     # the fused first skill need not be any signal's best: the second candidate first reads its own scores
-    assert request_features("fix my docker network", cands, ("bm25", "dense"), 100, first=1)[2:4] == pytest.approx(
+    assert request_features("fix my docker network", cands, ("bm25", "dense"), 100, 1, 0.3)[2:4] == pytest.approx(
         [3.0 / np.log(101), 0.7], rel=1e-6)
-    zh = request_features("修复网络", replace(cands, query_zh=True), ("bm25", "dense"), pool_size=100, first=0)
-    assert zh[:5].tolist() == [0.0] * 5 and zh[-1] == 1.0 and zh[6] == pytest.approx(0.7)
+    zh = request_features("修复网络", replace(cands, query_zh=True), ("bm25", "dense"), 100, 0, 0.3)
+    assert zh[:6].tolist() == [0.0] * 6 and zh[-1] == 1.0 and zh[7] == pytest.approx(0.7)
+    assert zh[10] == pytest.approx(0.3)
+
+
+def test_the_description_cosine_reads_the_description_alone_and_the_name_where_there_is_none():
+    class Encoder:  # one axis per word: "budget", "hotel", "paris"
+        def encode(self, texts):
+            rows = np.array([[w in t.lower() for w in ("budget", "hotel", "paris")] for t in texts], np.float32)
+            return rows / np.clip(np.linalg.norm(rows, axis=1, keepdims=True), 1e-12, None)
+
+    index = MultilingualIndex(Encoder(), np.zeros((0, 3), np.float32))
+    skills = [Skill("paris-hotels", "paris-hotels", "Book a hotel", ""), Skill("paris", "paris budget", "", "")]
+    cos = description_cosines(["a hotel please", "my budget"], skills, index)
+    assert cos == pytest.approx([1.0, 1.0 / np.sqrt(2)])  # not the name's "paris"; the second has only its name
 
 
 def test_a_fresh_router_folder_without_an_abstention_routes_as_before(tmp_path):

@@ -122,7 +122,7 @@ class Pipeline:
             rankings = rerank.rerank(queries, rankings, pool.reranker_texts(), rerank_depth)
         answers = [routed(query, f, ranking, top_k, cap, self.fusion, fitted.selection, pool.cosine, pool)
                    for query, f, ranking in zip(queries, fused, rankings)]
-        return fitted.abstention.apply(queries, fused, answers, len(pool.ids)) if fitted.abstention else answers
+        return fitted.abstention.apply(queries, fused, answers, pool) if fitted.abstention else answers
 
     def _dense_route(self, pool: PoolIndex, queries: list[str], top_k: int, rerank_depth: int,
                      rerank: Reranker | None) -> list[RoutedRequest]:

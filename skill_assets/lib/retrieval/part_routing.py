@@ -39,7 +39,8 @@ Latency: issue 33 asks 150 ms p50 for a 600-word request over 10,000 skills on 2
 measures about 0.86 s on a quiet machine, nearly all of it the bi-encoder reading the whole (about 1,060 tokens, in
 pieces) and the need parts (about 900) in fp32: 0.71 s there, on the one thread a request runs on
 (``threads.request_threads``; measured alone, numpy four pieces a call: 0.75 s on one thread, 0.47 on both cores;
-torch one piece a call: 0.89 and 0.65). Ways to read less were measured on long dev (part-wise Hit@1 / Set-Compat / FC@10
+torch one piece a call: 0.89 and 0.65). Both cores are not taken for a long request: with two other BLAS jobs on
+the two cores the same encoding took 5.3 s on two threads, 2.0 on one, and no default reads the load first. Ways to read less were measured on long dev (part-wise Hit@1 / Set-Compat / FC@10
 55.4 / 18.5 / 46.2 as shipped; BM25 38.5 / 13.8 / 27.7) and left out, since each costs the quality the issue asks
 first (Set-Compat at least BM25 + 8): the whole's dense row as the best of its parts' rows, so the whole is not read
 again, 55.4 / 15.4 / 44.6; a static request encoder (a token vector table over the bi-encoder's vocabulary, fitted by

@@ -31,7 +31,7 @@ from skill_assets.lib.retrieval.abstention import (  # noqa: E402
 from skill_assets.lib.retrieval.defaults import SHIPPED_DIR, shipped_router  # noqa: E402
 from skill_assets.lib.retrieval.fusion import MODEL_FILE, Candidates  # noqa: E402
 from skill_assets.lib.retrieval.model_files import ModelFileError  # noqa: E402
-from skill_assets.lib.retrieval.multilingual import MultilingualIndex  # noqa: E402
+from skill_assets.lib.retrieval.multilingual import MultilingualEncoder, MultilingualIndex  # noqa: E402
 from skill_assets.router import Router, Skill  # noqa: E402
 from skill_assets.router.cli import main as route_main  # noqa: E402
 from skill_assets.router.serve import build_server  # noqa: E402
@@ -216,6 +216,17 @@ def test_the_description_cosine_reads_the_description_alone_and_the_name_where_t
     cos = description_cosines(["a hotel please", "my budget"], skills, index)
     assert cos == pytest.approx([1.0, 1.0 / np.sqrt(2)])  # not the name's "paris"; the second has only its name
 
+
+
+def test_the_real_multilingual_encoder_scores_a_request_for_what_a_skill_does_above_one_that_shares_its_name():
+    """The near miss the feature was added for, through USE itself: a request naming the skill's platform but asking
+    something else reads lower against the description than one asking, in other words, for what the skill does."""
+    index = MultilingualIndex(MultilingualEncoder(), np.zeros((0, 512), np.float32))
+    skill = Skill("telegram-bot", "telegram-bot", "Build and deploy a chat bot that answers messages and runs "
+                  "commands for a group", "")
+    does, names = description_cosines(["set up an assistant that replies to people in our group chat",
+                                       "is telegram end-to-end encrypted by default"], [skill, skill], index)
+    assert does > names + 0.1
 
 def test_a_fresh_router_folder_without_an_abstention_routes_as_before(tmp_path):
     folder = tmp_path / "router"

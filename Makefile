@@ -10,9 +10,10 @@ export SKILL_ASSETS_DB ?= $(CURDIR)/data/skill_assets.duckdb
 export DAGSTER_HOME ?= $(CURDIR)/data/dagster_home
 
 # Label Studio (server + SDK) pins its own Django and an older NumPy: it gets its own environment,
-# never .venv, so `make demo` does not grow (measured here: 49.5 s install, 994 MB).
+# never .venv, so `make demo` does not grow (measured here: 49.5 s install, 994 MB). Its sentry-sdk is pinned too:
+# Label Studio 1.23.2 requires it unbounded and passes `send_default_pii`, which sentry-sdk 3.0.0 refuses at start-up.
 REVIEW_VENV ?= .venv-review
-LABEL_STUDIO_PINS := label-studio==1.23.2 label-studio-sdk==2.1.2
+LABEL_STUDIO_PINS := label-studio==1.23.2 label-studio-sdk==2.1.2 sentry-sdk==2.76.0
 LABEL_STUDIO_PORT ?= 8080
 LABEL_STUDIO_DATA ?= $(CURDIR)/data/label-studio
 LABEL_STUDIO_USERNAME ?= review-owner@localhost.localdomain
@@ -52,7 +53,7 @@ ui: $(VENV)/.installed
 
 review-install: $(REVIEW_VENV)/.installed
 
-$(REVIEW_VENV)/.installed:
+$(REVIEW_VENV)/.installed: Makefile
 	test -x $(REVIEW_VENV)/bin/python || python3 -m venv $(REVIEW_VENV)
 	$(REVIEW_VENV)/bin/pip install -q --upgrade pip
 	$(REVIEW_VENV)/bin/pip install -q $(LABEL_STUDIO_PINS)

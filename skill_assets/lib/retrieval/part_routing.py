@@ -35,19 +35,20 @@ A request of one part, an engine without a fusion, or one whose encoders' indexe
 exactly as ``Engine.route`` does. Merged rankings are not reranked: the cross-encoder reads the head of one text,
 and a long statement is past what it reads.
 
-Latency: issue 33 asks 150 ms p50 for a 600-word request over 10,000 skills on 2 cores; ``bench/long_request_latency.py``
-measures about 0.86 s on a quiet machine, nearly all of it the bi-encoder reading the whole (about 1,060 tokens, in
-pieces) and the need parts (about 900) in fp32: 0.71 s there, on the one thread a request runs on
-(``threads.request_threads``; measured alone, numpy four pieces a call: 0.75 s on one thread, 0.47 on both cores;
-torch one piece a call: 0.89 and 0.65). Both cores are not taken for a long request: with two other BLAS jobs on
-the two cores the same encoding took 5.3 s on two threads, 2.0 on one, and no default reads the load first. Ways to read less were measured on long dev (part-wise Hit@1 / Set-Compat / FC@10
-55.4 / 18.5 / 46.2 as shipped; BM25 38.5 / 13.8 / 27.7) and left out, since each costs the quality the issue asks
-first (Set-Compat at least BM25 + 8): the whole's dense row as the best of its parts' rows, so the whole is not read
-again, 55.4 / 15.4 / 44.6; a static request encoder (a token vector table over the bi-encoder's vocabulary, fitted by
-cosine regression to the bi-encoder's vectors of 41,803 pieces of corpus text; validation cosine 0.88; about 1 ms a
-request) for the whole and its parts, 52.3 / 15.4 / 40.0, and the same table from model2vec's distillation of the
-bi-encoder alone, 60.0 / 12.3 / 38.5; int8 dynamic quantisation of the bi-encoder's linear layers read the request's
-pieces at cosine 0.87-0.93 to fp32 and was not routed.
+Latency: issue 33 asks 150 ms p50 for a 600-word request over 10,000 skills on 2 cores;
+``bench/long_request_latency.py`` measures about 0.86 s on a quiet machine, nearly all of it the bi-encoder reading
+the whole (about 1,060 tokens, in pieces) and the need parts (about 900) in fp32: 0.71 s there, on the one thread a
+request runs on (``threads.request_threads``; measured alone, numpy four pieces a call: 0.75 s on one thread, 0.47 on
+both cores; torch one piece a call: 0.89 and 0.65). Both cores are not taken for a long request: with two other BLAS
+jobs on the two cores the same encoding took 5.3 s on two threads, 2.0 on one, and no default reads the load first.
+Ways to read less were measured on long dev (part-wise Hit@1 / Set-Compat / FC@10 55.4 / 18.5 / 46.2 as shipped; BM25
+38.5 / 13.8 / 27.7) and left out, since each lowers the coverage the issue asks first (Set-Compat and FC@10): the
+whole's dense row as the best of its parts' rows, so the whole is not read again, 55.4 / 15.4 / 44.6; a static
+request encoder (a token vector table over the bi-encoder's vocabulary, fitted by cosine regression to the
+bi-encoder's vectors of 41,803 pieces of corpus text; validation cosine 0.88; about 1 ms a request) for the whole and
+its parts, 52.3 / 15.4 / 40.0, and the same table from model2vec's distillation of the bi-encoder alone, 60.0 / 12.3
+/ 38.5; int8 dynamic quantisation of the bi-encoder's linear layers read the request's pieces at cosine 0.87-0.93 to
+fp32 and was not routed.
 """
 from __future__ import annotations
 

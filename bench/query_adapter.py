@@ -3,7 +3,8 @@
     .venv/bin/python bench/query_adapter.py [--out FOLDER] [--no-doc]
 
 USE's document vectors stay as the engine caches them (the shipped router's multilingual caps, the whole
-shared corpus as the pool); a residual low-rank map on the request vector (``lib.retrieval.query_adapter``)
+shared corpus as the pool; the document reading alone, which the signal was until it also read descriptions,
+``multilingual``); a residual low-rank map on the request vector (``lib.retrieval.query_adapter``)
 is fitted with the project's multi-positive InfoNCE (τ, sibling term) on the meaning-only and curated
 train splits, every pool skill a candidate. Rank, weight decay, temperature and steps are chosen on the
 meaning-only + curated dev requests (pooled NDCG@10 of the multilingual signal alone); the styles dev set
@@ -45,7 +46,7 @@ from skill_assets.lib.retrieval.query_adapter import AdapterRecipe, QueryAdapter
 from skill_assets.lib.retrieval.ranking import top_k_rankings  # noqa: E402
 from skill_assets.lib.core.metrics import per_query_metrics  # noqa: E402
 from skill_assets.lib.retrieval.requests import Request, qrels, require_in_pool, run_of  # noqa: E402
-from skill_assets.lib.retrieval.signals import multilingual_document  # noqa: E402
+from skill_assets.lib.retrieval.signals import multilingual_description, multilingual_document  # noqa: E402
 from skill_assets.lib.training.losses import R3_SIBLING_WEIGHT, MultiPositiveInfoNCELoss  # noqa: E402
 from skill_assets.router.routing import stderr_log  # noqa: E402
 from skill_assets.router.shipped_embedder import CURATED_REQUESTS, MEANING_REQUESTS  # noqa: E402
@@ -208,7 +209,8 @@ def main() -> int:
     skills = load_pool(args.corpus).skills
     engine = Engine(bundled_minilm(), cache_dir=args.cache_dir, fitted=FittedRouting(shipped_router()[0]), log=log)
     caps = engine.multilingual_caps
-    index, _ = MultilingualIndex.build_or_load([multilingual_document(s, caps) for s in skills], engine.cache_dir,
+    index, _ = MultilingualIndex.build_or_load([multilingual_document(s, caps) for s in skills],
+                                               [multilingual_description(s, caps) for s in skills], engine.cache_dir,
                                                engine.multilingual, log)
     ids = [s.id for s in skills]
     row_of = {sid: i for i, sid in enumerate(ids)}
@@ -223,9 +225,9 @@ def main() -> int:
     if leaked := [r.id for name in ("meaning dev", "curated dev") for r in sets[name] if set(r.gt) & train_skills]:
         raise SystemExit(f"{len(leaked)} dev requests name a train positive (splits are by skill): {leaked[:5]}")
     queries = {name: Queries(requests, index, ids) for name, requests in [("train", train), *sets.items()]}
-    signal = index.scores([r.query for r in sets["meaning dev"]])
-    if not np.allclose(signal, queries["meaning dev"].scores(None), atol=1e-5):
-        raise SystemExit("the untrained scores here differ from the engine's multilingual signal")
+    readings = index.readings([r.query for r in sets["meaning dev"]])
+    if not np.allclose(2 * readings.signal - readings.description, queries["meaning dev"].scores(None), atol=1e-5):
+        raise SystemExit("the untrained scores here differ from the engine's document reading")
     rows = training_rows(queries["train"], row_of)
     dev = [queries["meaning dev"], queries["curated dev"]]
     chosen, curves = grid_search(rows, index.matrix, dev, log)

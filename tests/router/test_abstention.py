@@ -32,6 +32,7 @@ from skill_assets.lib.retrieval.defaults import SHIPPED_DIR, shipped_router  # n
 from skill_assets.lib.retrieval.fusion import MODEL_FILE, Candidates  # noqa: E402
 from skill_assets.lib.retrieval.model_files import ModelFileError  # noqa: E402
 from skill_assets.lib.retrieval.multilingual import MultilingualEncoder, MultilingualIndex  # noqa: E402
+from skill_assets.lib.retrieval.signals import multilingual_description, multilingual_document  # noqa: E402
 from skill_assets.router import Router, Skill  # noqa: E402
 from skill_assets.router.cli import main as route_main  # noqa: E402
 from skill_assets.router.serve import build_server  # noqa: E402
@@ -205,28 +206,38 @@ def test_the_features_are_the_signals_best_and_first_skill_scores_in_one_block_p
     assert zh[10] == pytest.approx(0.3)
 
 
+def _index(encoder, skills: list[Skill]) -> MultilingualIndex:
+    """A multilingual index of ``skills`` read as the engine reads them (document and description alone)."""
+    return MultilingualIndex(encoder, encoder.encode([multilingual_document(s) for s in skills]),
+                             encoder.encode([multilingual_description(s) for s in skills]))
+
+
 def test_the_description_cosine_reads_the_description_alone_and_the_name_where_there_is_none():
     class Encoder:  # one axis per word: "budget", "hotel", "paris"
         def encode(self, texts):
             rows = np.array([[w in t.lower() for w in ("budget", "hotel", "paris")] for t in texts], np.float32)
             return rows / np.clip(np.linalg.norm(rows, axis=1, keepdims=True), 1e-12, None)
 
-    index = MultilingualIndex(Encoder(), np.zeros((0, 3), np.float32))
     skills = [Skill("paris-hotels", "paris-hotels", "Book a hotel", ""), Skill("paris", "paris budget", "", "")]
-    cos = description_cosines(["a hotel please", "my budget"], skills, index)
+    index = _index(Encoder(), skills)
+    readings = index.readings(["a hotel please", "my budget"])
+    cos = description_cosines(readings.description, [0, 1])
     assert cos == pytest.approx([1.0, 1.0 / np.sqrt(2)])  # not the name's "paris"; the second has only its name
-
+    # the signal is the mean of the request's cosines to the whole document and to the description alone
+    document = Encoder().encode(["a hotel please", "my budget"]) @ index.matrix.T
+    assert readings.signal == pytest.approx((document + readings.description) / 2)
 
 
 def test_the_real_multilingual_encoder_scores_a_request_for_what_a_skill_does_above_one_that_shares_its_name():
     """The near miss the feature was added for, through USE itself: a request naming the skill's platform but asking
     something else reads lower against the description than one asking, in other words, for what the skill does."""
-    index = MultilingualIndex(MultilingualEncoder(), np.zeros((0, 512), np.float32))
     skill = Skill("telegram-bot", "telegram-bot", "Build and deploy a chat bot that answers messages and runs "
                   "commands for a group", "")
-    does, names = description_cosines(["set up an assistant that replies to people in our group chat",
-                                       "is telegram end-to-end encrypted by default"], [skill, skill], index)
+    readings = _index(MultilingualEncoder(), [skill]).readings(
+        ["set up an assistant that replies to people in our group chat", "is telegram end-to-end encrypted by default"])
+    does, names = description_cosines(readings.description, [0, 0])
     assert does > names + 0.1
+
 
 def test_a_fresh_router_folder_without_an_abstention_routes_as_before(tmp_path):
     folder = tmp_path / "router"

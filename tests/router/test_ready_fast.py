@@ -79,7 +79,7 @@ def test_a_serve_session_answers_lexically_before_the_dense_index_exists_and_ful
     for encoder in ("dense", "multilingual"):
         assert [line for line in logs if line.startswith(f"{encoder}: encoded") and PROGRESS.match(line)], logs
     assert any(line.startswith("full index ready in") and line.endswith("bm25, dense, multilingual, gloss") for line in logs)
-    assert build.complete and build.stats.encoded == 2 * len(SKILLS)
+    assert build.complete and build.stats.encoded == 3 * len(SKILLS)  # dense; multilingual document, description
 
 
 def test_a_second_start_encodes_nothing_and_goes_full_once_its_request_encoders_are_loaded(tmp_path):

@@ -47,8 +47,7 @@ import numpy as np
 from skill_assets.lib.models.embedding_cache import model_fingerprint
 from skill_assets.lib.retrieval.fusion import BOOSTER_FILE, MODEL_FILE, Candidates, latin_share
 from skill_assets.lib.retrieval.model_files import ModelFileError, number_list, read_json_object
-from skill_assets.lib.retrieval.multilingual import MultilingualIndex
-from skill_assets.lib.retrieval.pools import Skill
+from skill_assets.lib.retrieval.multilingual import READING
 from skill_assets.lib.retrieval.results import Fused, RoutedRequest
 from skill_assets.lib.retrieval.signals import LEXICAL_SIGNALS, SIGNALS
 from skill_assets.lib.retrieval.standardisation import Standardisation
@@ -102,15 +101,16 @@ def _lexical_scaled(scores: dict[str, float], pool_size: int) -> dict[str, float
     return {s: v / np.log1p(pool_size) if s in LEXICAL_SIGNALS else v for s, v in scores.items()}
 
 
-def description_cosines(queries: Sequence[str], skills: Sequence[Skill], index: MultilingualIndex) -> np.ndarray:
-    """Each request's multilingual cosine to the description alone of its skill in ``skills`` (one per request; the
-    name where the description is empty), scored as ``index`` scores a request (a long one by its best piece).
+def description_cosines(descriptions: np.ndarray, rows: Sequence[int]) -> np.ndarray:
+    """Each request's multilingual cosine to the description alone of the pool skill at its row in ``rows`` (one per
+    request), read from ``descriptions``: the index's description reading of the requests, (queries, pool)
+    (``Pipeline.scores``' ``DESCRIPTION_READING``; a long request by its best piece).
 
-    The multilingual index reads name, description and body head together; a near miss shares a word or a topic with
-    that document, often the very name (a product, a platform), while the description says what the skill does, and
-    a request a skill serves asks for that. Measured on dev as ``request_features``' docstring says."""
-    descriptions = MultilingualIndex(index.encoder, index.encoder.encode([s.description or s.name for s in skills]))
-    return np.diagonal(descriptions.scores(list(queries))).astype(float)
+    The multilingual document reads name, description and body head together; a near miss shares a word or a topic
+    with it, often the very name (a product, a platform), while the description says what the skill does, and a
+    request a skill serves asks for that. Measured on dev as ``request_features``' docstring says."""
+    rows = np.asarray(rows, dtype=int)
+    return descriptions[np.arange(len(rows)), rows].astype(float)
 
 
 def request_features(query: str, cands: Candidates, signals: Sequence[str], pool_size: int, first: int,
@@ -162,7 +162,8 @@ def encoder_keys(engine: Engine) -> dict[str, str]:
     """The encoders whose cosines the abstention reads, as machine-independent keys: the weights' fingerprint and
     how much of each document is read (the same model reading other caps scores otherwise)."""
     return {"dense": f"{model_fingerprint(engine.dense.model_path)}|document_tokens={engine.dense.document_tokens}",
-            "multilingual": f"{engine.multilingual.fingerprint}|body_chars={engine.multilingual_caps.body_chars}"}
+            "multilingual": f"{engine.multilingual.fingerprint}|body_chars={engine.multilingual_caps.body_chars}"
+                            f"|{READING}"}
 
 
 @dataclass(frozen=True)
@@ -195,15 +196,12 @@ class Abstention:
         return (f"no skill fits: the best matches score like requests no skill serves (best {best}; no-fit "
                 f"probability {p:.2f} >= {self.threshold:.2f}); the ranking lists the nearest skills")
 
-    def apply(self, queries: Sequence[str], fused: Sequence[Fused], routed: list[RoutedRequest], pool: PoolIndex
-              ) -> list[RoutedRequest]:
+    def apply(self, queries: Sequence[str], fused: Sequence[Fused], routed: list[RoutedRequest], pool: PoolIndex,
+              descriptions: np.ndarray) -> list[RoutedRequest]:
         """``routed`` with ``selected`` emptied and the reason given where no skill fits; rankings unchanged.
-        ``pool``: the index the requests were fused over (its multilingual encoder reads the first skills'
-        descriptions)."""
-        if pool.multilingual is None:
-            raise RuntimeError("the abstention reads the multilingual index, which is still being built")
-        firsts = [pool.skills[int(f.cands.rows[int(f.order[0])])] for f in fused]
-        descriptions = description_cosines(queries, firsts, pool.multilingual)
+        ``pool``: the index the requests were fused over; ``descriptions``: its multilingual description reading of
+        the requests, (queries, pool) (``Pipeline.scores``)."""
+        descriptions = description_cosines(descriptions, [int(f.cands.rows[int(f.order[0])]) for f in fused])
         out = []
         for query, f, r, d in zip(queries, fused, routed, descriptions):
             why = self.reason(query, f, len(pool.ids), float(d))
@@ -229,6 +227,8 @@ class Abstention:
         if (not isinstance(signals, list) or not signals or len(set(map(str, signals))) != len(signals)
                 or not set(signals) <= set(SIGNALS)):
             raise ModelFileError(f"{path}: signals must be distinct names out of {', '.join(SIGNALS)}")
+        if "multilingual" not in signals:
+            raise ModelFileError(f"{path}: signals must include multilingual (its description reading is a feature)")
         names = feature_names(signals)
         if body.get("features") != names:
             raise ModelFileError(f"{path}: fitted on other features than this code computes ({', '.join(names)})")

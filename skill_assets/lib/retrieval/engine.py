@@ -27,7 +27,7 @@ from skill_assets.lib.retrieval.engine_config import EngineSettings, FittedRouti
 from skill_assets.lib.retrieval.fusion import Candidates
 from skill_assets.lib.retrieval.glossary import GLOSSARY
 from skill_assets.lib.retrieval.index_builder import IndexBuilder
-from skill_assets.lib.retrieval.multilingual import MultilingualEncoder
+from skill_assets.lib.retrieval.multilingual import READING, MultilingualEncoder
 from skill_assets.lib.retrieval.pipeline import Checkpoint, Pipeline, no_checkpoint
 from skill_assets.lib.retrieval.pool_index import IndexBuild, PoolIndex
 from skill_assets.lib.retrieval.pools import Skill
@@ -223,7 +223,7 @@ class Engine:
 
     def signal_versions(self) -> dict[str, str]:
         """What produced each signal's scores (library or weights fingerprint), for ``model_version`` columns."""
-        versions = {"dense": self.dense.fingerprint, "multilingual": self.multilingual.fingerprint}
+        versions = {"dense": self.dense.fingerprint, "multilingual": f"{self.multilingual.fingerprint}|{READING}"}
         pool = self.indexes.published
         lexical = pool.lexical if pool else None
         if lexical is None:

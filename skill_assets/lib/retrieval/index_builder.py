@@ -37,6 +37,7 @@ from skill_assets.lib.retrieval.pools import Skill
 from skill_assets.lib.retrieval.signals import (
     dense_document,
     lexical_document,
+    multilingual_description,
     multilingual_document,
     skill_language,
 )
@@ -235,8 +236,9 @@ class IndexBuilder:
         dense = assembled(last.dense, fresh_dense)
         if not multilingual:
             return dense, None, cached + len(kept), encoded
-        fresh_multilingual = fresh_index.matrix if fresh_index is not None else None
-        index = MultilingualIndex(self.multilingual, assembled(last.multilingual.matrix, fresh_multilingual))
+        fresh = (fresh_index.matrix, fresh_index.descriptions) if fresh_index is not None else (None, None)
+        index = MultilingualIndex(self.multilingual, assembled(last.multilingual.matrix, fresh[0]),
+                                  assembled(last.multilingual.descriptions, fresh[1]))
         return dense, index, cached + len(kept), encoded
 
     def _encode_documents(self, skills: Sequence[Skill], shard_size: int, checkpoint: Callable[[], None]
@@ -250,10 +252,11 @@ class IndexBuilder:
             if "multilingual" not in self.signals:
                 dense, cached, encoded = self.dense.embed(dense_docs, shard_size, checkpoint)
                 return dense, None, cached, encoded
+            caps = self.multilingual_caps
             return encode_side_by_side(self.dense, dense_docs, self.multilingual,
-                                       [multilingual_document(s, self.multilingual_caps) for s in skills],
-                                       self.cache_dir, self.log,
-                                       shard_size, checkpoint)
+                                       [multilingual_document(s, caps) for s in skills],
+                                       [multilingual_description(s, caps) for s in skills],
+                                       self.cache_dir, self.log, shard_size, checkpoint)
 
     def _publish(self, pool: PoolIndex, generation: int) -> bool:
         """Make ``pool`` the one routing reads, unless a newer build has begun since (its pool wins)."""

@@ -18,6 +18,7 @@ from skill_assets.lib.retrieval.dense import DenseIndex
 from skill_assets.lib.retrieval.engine_config import FittedRouting
 from skill_assets.lib.retrieval.fusion import DEFAULT_DEPTH, Candidates, FusionModel, candidates
 from skill_assets.lib.retrieval.glossary import with_gloss
+from skill_assets.lib.retrieval.multilingual import DESCRIPTION_READING
 from skill_assets.lib.retrieval.pool_index import PoolIndex
 from skill_assets.lib.retrieval.ranking import top_k_rankings
 from skill_assets.lib.retrieval.reranking import Reranker
@@ -50,8 +51,10 @@ class Pipeline:
     def scores(self, pool: PoolIndex, queries: list[str], signals: Sequence[str] | None = None,
                checkpoint: Checkpoint = no_checkpoint) -> dict[str, np.ndarray]:
         """``{signal: (queries, pool) scores}`` for ``signals`` (default: every configured one), each over the whole
-        query; a signal whose index is still being built raises. ``checkpoint()`` is called before each signal and,
-        inside the encoders, before each piece of a long query is encoded."""
+        query; a signal whose index is still being built raises. With the multilingual signal comes its description
+        reading alone under ``DESCRIPTION_READING`` (what the abstention reads; no signal of the fusion), from the
+        same encoding of the request. ``checkpoint()`` is called before each signal and, inside the encoders, before
+        each piece of a long query is encoded."""
         signals = tuple(signals or self.signals)
         if missing := [s for s in signals if not pool.has(s)]:
             raise RuntimeError(f"the {', '.join(missing)} index is still being built")
@@ -68,7 +71,8 @@ class Pipeline:
                 out["gloss"] = self._gloss_scores(pool, queries, out.get("bm25"))
             if "multilingual" in signals:
                 checkpoint()
-                out["multilingual"] = pool.multilingual.scores(queries, checkpoint)
+                readings = pool.multilingual.readings(queries, checkpoint)
+                out["multilingual"], out[DESCRIPTION_READING] = readings.signal, readings.description
         return out
 
     @staticmethod
@@ -115,14 +119,16 @@ class Pipeline:
         rerank = self.reranker if use_reranker and rerank_depth > 0 else None
         if self.fusion is None:
             return self._dense_route(pool, queries, top_k, rerank_depth, rerank)
-        fused = self.fused(pool, queries, checkpoint=checkpoint)
+        abstention = fitted.abstention  # fitted over this fusion, whose signals hold the multilingual one it reads
+        scores = self.scores(pool, queries, self.fusion.signals, checkpoint)
+        fused = self.fused(pool, queries, scores, checkpoint)
         rankings = fused_rankings(fused, pool)
         if rerank:
             checkpoint()
             rankings = rerank.rerank(queries, rankings, pool.reranker_texts(), rerank_depth)
         answers = [routed(query, f, ranking, top_k, cap, self.fusion, fitted.selection, pool.cosine, pool)
                    for query, f, ranking in zip(queries, fused, rankings)]
-        return fitted.abstention.apply(queries, fused, answers, pool) if fitted.abstention else answers
+        return abstention.apply(queries, fused, answers, pool, scores[DESCRIPTION_READING]) if abstention else answers
 
     def _dense_route(self, pool: PoolIndex, queries: list[str], top_k: int, rerank_depth: int,
                      rerank: Reranker | None) -> list[RoutedRequest]:

@@ -4,7 +4,8 @@
   (Chinese as character bigrams);
 - ``dense``: the bi-encoder (newest trained embedder, else the bundled MiniLM) over the capped
   document it was trained on (``skill_text.ENCODER_CAPS``);
-- ``multilingual``: USE multilingual v3 over name, description and the head of the body;
+- ``multilingual``: USE multilingual v3, the mean of the request's cosine to name, description and the head of the
+  body and its cosine to the description alone (``multilingual``);
 - ``gloss``: BM25 over the same index, of the request with the English dictionary glosses of its Chinese words
   added (``glossary``): a Chinese request's words matched against English skills. A request with no Chinese scores
   as under ``bm25``.
@@ -42,6 +43,13 @@ def lexical_document(skill: Skill) -> str:
 def multilingual_document(skill: Skill, caps: TextCaps = MULTILINGUAL_CAPS) -> str:
     """What the multilingual encoder reads (a fusion's card may name shorter ``caps``: ``Engine``)."""
     return skill_document(skill.name, skill.description, skill.body, caps)
+
+
+def multilingual_description(skill: Skill, caps: TextCaps = MULTILINGUAL_CAPS) -> str:
+    """The multilingual encoder's second reading of a skill: its description alone (to the same cap as in the
+    document), what the skill does without the name and body a near miss shares words with; the name where the
+    description is empty."""
+    return skill.description[: caps.description_chars] or skill.name
 
 
 def skill_language(skill: Skill) -> str:

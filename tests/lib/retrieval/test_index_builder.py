@@ -97,21 +97,22 @@ def test_a_reindex_after_one_edit_reads_hashes_and_looks_up_that_skill_alone(tmp
     watched = engine(tmp_path / "cache")
     watched.start_index(POOL, encoders="now")
     calls: dict[str, list[str]] = {"lexical_document": [], "digest": [], "dense_document": [],
-                                   "multilingual_document": [], "cache lookups": []}
+                                   "multilingual_document": [], "multilingual_description": [], "cache lookups": []}
 
     def counted(module, name: str) -> None:
         real = getattr(module, name)
         monkeypatch.setattr(module, name, lambda *a: calls[name].append(a[0]) or real(*a))
 
-    for name in ("lexical_document", "digest", "dense_document", "multilingual_document"):
+    for name in ("lexical_document", "digest", "dense_document", "multilingual_document", "multilingual_description"):
         counted(index_builder, name)
     real_lookup = document_cache.EmbeddingStore.lookup
     monkeypatch.setattr(document_cache.EmbeddingStore, "lookup",
                         lambda store, hashes: calls["cache lookups"].extend(hashes) or real_lookup(store, hashes))
     stats = watched.start_index(edited(POOL), encoders="now").wait()
-    assert [len(v) for v in calls.values()] == [1, 1, 1, 1, 2], calls  # the dense and the multilingual cache
+    # one look-up in the dense cache, two in the multilingual one (the skill's document and its description alone)
+    assert [len(v) for v in calls.values()] == [1, 1, 1, 1, 1, 3], calls
     assert calls["lexical_document"][0].description == "Merge several PDF files into one."
-    assert (stats.cached, stats.encoded) == (len(POOL) - 1, 2)
+    assert (stats.cached, stats.encoded) == (len(POOL) - 1, 3)
 
 
 def test_a_reindex_beside_the_full_index_does_not_warm_the_request_path_again(tmp_path):
@@ -123,5 +124,5 @@ def test_a_reindex_beside_the_full_index_does_not_warm_the_request_path_again(tm
     watched.start_index(POOL).wait()
     assert warmed == [0]
     stats = watched.start_index(edited(POOL)).wait()
-    assert warmed == [0] and (stats.cached, stats.encoded) == (len(POOL) - 1, 2)
+    assert warmed == [0] and (stats.cached, stats.encoded) == (len(POOL) - 1, 3)
     assert watched.pool.skills == tuple(edited(POOL)) and watched.indexes.complete

@@ -4,8 +4,8 @@ a call in one pass per signal leaves the rankings as they were, and a stop lands
 ``long_request_rankings.json`` holds what ``Router.route`` answers for the long-task dev statements of
 ``long_request_pool``: the top 20 and the selection, scores rounded to 4 decimals. It was first recorded before the
 parts were scored in one pass (four texts of like length per call then), and the one-pass scoring reproduced it; it
-is recorded again, by the same call, whenever the shipped router is refitted (last: the glossed BM25 signal joined
-the fusion), so it pins the path, not a fusion."""
+is recorded again, by the same call, whenever the shipped router is refitted (last: the multilingual signal came
+to read each skill's description alone beside its document), so it pins the path, not a fusion."""
 import json
 import os
 import threading

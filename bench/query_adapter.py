@@ -7,9 +7,9 @@ shared corpus as the pool; the document reading alone, which the signal was unti
 ``multilingual``); a residual low-rank map on the request vector (``lib.retrieval.query_adapter``)
 is fitted with the project's multi-positive InfoNCE (τ, sibling term) on the meaning-only and curated
 train splits, every pool skill a candidate. Rank, weight decay, temperature and steps are chosen on the
-meaning-only + curated dev requests (pooled NDCG@10 of the multilingual signal alone); the styles dev set
+meaning-only + curated dev requests (pooled NDCG@10 of the document reading alone); the styles dev set
 is reported, split by whether its skills are train positives (most are: its requests restate curated
-train skills), never used to choose. No test split is read. Reports the multilingual signal alone before
+train skills), never used to choose. No test split is read. Reports the document reading alone before
 and after (Hit@1, NDCG@10, by direction) with paired 95 % bootstrap intervals, the learning curve over
 steps and over train size, writes the ``query-adapter`` section of docs/RESULTS.md and ends with one JSON
 line. The chosen map and its card are saved under ``--out``; it is not wired into the router.
@@ -172,7 +172,8 @@ def fmt(cell: list) -> str:
 
 def report(results: dict, chosen: AdapterRecipe, curves: dict, chosen_key: str, sizes: dict, n_train: int,
            fit_s: float, load: tuple) -> str:
-    lines = [f"Multilingual signal (USE v3) alone, before → after the query adapter, with the paired difference "
+    lines = [f"USE v3's document reading alone (the multilingual signal when this was measured), before → after the "
+             f"query adapter, with the paired difference "
              f"[95 % bootstrap interval], in %. Pool: {results['pool']} corpus skills. Trained on {n_train} "
              f"meaning-only + curated train rows; chosen on meaning + curated dev pooled NDCG@10 (grid of "
              f"{len(curves)} recipes × {MAX_STEPS // EVERY} checkpoints, so the chosen map's dev figures are "
@@ -226,7 +227,7 @@ def main() -> int:
         raise SystemExit(f"{len(leaked)} dev requests name a train positive (splits are by skill): {leaked[:5]}")
     queries = {name: Queries(requests, index, ids) for name, requests in [("train", train), *sets.items()]}
     readings = index.readings([r.query for r in sets["meaning dev"]])
-    if not np.allclose(2 * readings.signal - readings.description, queries["meaning dev"].scores(None), atol=1e-5):
+    if not np.allclose(readings.document, queries["meaning dev"].scores(None), atol=1e-5):
         raise SystemExit("the untrained scores here differ from the engine's document reading")
     rows = training_rows(queries["train"], row_of)
     dev = [queries["meaning dev"], queries["curated dev"]]

@@ -85,6 +85,7 @@ DAMAGED = {
     "a list": lambda: "[]",
     "another format": lambda: json.dumps({**_body(), "format": 99}),
     "unknown signal": lambda: json.dumps({**_body(), "signals": ["bm25", "telepathy"]}),
+    "no multilingual signal": lambda: json.dumps({**_body(), "signals": ["bm25", "dense"]}),
     "other features": lambda: json.dumps({**_body(), "features": ["bm25:best"]}),
     "a coefficient short": lambda: json.dumps({**_body(), "coef": _body()["coef"][:-1]}),
     "a text weight": lambda: json.dumps({**_body(), "coef": ["x", *_body()["coef"][1:]]}),

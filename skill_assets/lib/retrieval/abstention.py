@@ -6,9 +6,9 @@ fusion has ranked a request, a logistic regression reads how well anything in th
 probability that no skill fits; at or above a threshold the request gets ``selected: []`` and one reason line,
 and its ranking is returned unchanged (the nearest skills, for the agent to judge).
 
-What it reads (``feature_names``), per request: each signal's best score over the pool as the signal computed it (BM25's
-score, the bi-encoder's and the multilingual encoder's cosines: ``Candidates.raw``, whose candidates hold each signal's
-top), BM25's divided by ln(1 + pool size) (``best_scores``); each signal's score of the skill the fusion ranks first
+What it reads (``feature_names``), per request: each signal's best score over the pool as the signal computed it
+(BM25's score, the bi-encoder's cosine, the multilingual signal's mean of two cosines: ``Candidates.raw``, whose
+candidates hold each signal's top), BM25's divided by ln(1 + pool size) (``best_scores``); each signal's score of the skill the fusion ranks first
 (``first_scores``, on the same scales); the multilingual encoder's cosine of the request to that skill's description
 alone (``description_cosines``: what the skill does, without the name a near miss shares); and the share of Latin words
 (a Chinese request naming its tools), in one block of weights for English requests and one for Chinese ones. Not the
@@ -29,7 +29,7 @@ the fitting sets' styles apart (short small talk against long written requests) 
 
 The model is fitted by ``router.shipped_abstention`` and saved as ``ABSTENTION_FILE`` beside the fusion it was
 fitted over. Its scores are those of that fusion's pool reading and encoders, so it names both: the fusion's
-files by digest (``fusion_digest``) and each encoder by weights and document cap (``encoder_keys``), and a router
+files by digest (``fusion_digest``) and each encoder by weights, document cap and reading (``encoder_keys``), and a router
 with another fusion or other encoders routes without it (``load_abstention`` says why in one line). Like every
 model file it is data: checked field by field before use, and refused in one ``ModelFileError`` line.
 """
@@ -47,7 +47,6 @@ import numpy as np
 from skill_assets.lib.models.embedding_cache import model_fingerprint
 from skill_assets.lib.retrieval.fusion import BOOSTER_FILE, MODEL_FILE, Candidates, latin_share
 from skill_assets.lib.retrieval.model_files import ModelFileError, number_list, read_json_object
-from skill_assets.lib.retrieval.multilingual import READING
 from skill_assets.lib.retrieval.results import Fused, RoutedRequest
 from skill_assets.lib.retrieval.signals import LEXICAL_SIGNALS, SIGNALS
 from skill_assets.lib.retrieval.standardisation import Standardisation
@@ -159,11 +158,11 @@ def fusion_digest(directory: Path) -> str:
 
 
 def encoder_keys(engine: Engine) -> dict[str, str]:
-    """The encoders whose cosines the abstention reads, as machine-independent keys: the weights' fingerprint and
-    how much of each document is read (the same model reading other caps scores otherwise)."""
+    """The encoders whose cosines the abstention reads, as machine-independent keys: the weights' fingerprint, how
+    much of each document is read (the same model reading other caps scores otherwise) and, for the multilingual
+    signal, its reading (``multilingual.signal_version``)."""
     return {"dense": f"{model_fingerprint(engine.dense.model_path)}|document_tokens={engine.dense.document_tokens}",
-            "multilingual": f"{engine.multilingual.fingerprint}|body_chars={engine.multilingual_caps.body_chars}"
-                            f"|{READING}"}
+            "multilingual": f"{engine.multilingual_version}|body_chars={engine.multilingual_caps.body_chars}"}
 
 
 @dataclass(frozen=True)

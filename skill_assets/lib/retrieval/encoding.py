@@ -20,7 +20,7 @@ from skill_assets.lib.retrieval.threads import SMALL_BATCH
 
 
 def encode_side_by_side(dense: DenseIndex, dense_docs: list[str], encoder: MultilingualEncoder,
-                        multilingual_docs: list[str], descriptions: list[str], cache_dir: Path,
+                        multilingual_docs: list[str], descriptions: list[str], reading: str, cache_dir: Path,
                         log: Callable[[str], None], shard_size: int, checkpoint: Callable[[], None]
                         ) -> tuple[np.ndarray, MultilingualIndex, int, int]:
     """(dense matrix, multilingual index, dense documents cached, documents encoded by either side).
@@ -35,7 +35,7 @@ def encode_side_by_side(dense: DenseIndex, dense_docs: list[str], encoder: Multi
     if cores < 2 or len(dense_docs) < SMALL_BATCH:
         matrix, cached, encoded = dense.embed(dense_docs, shard_size, checkpoint)
         multilingual, more = MultilingualIndex.build_or_load(multilingual_docs, descriptions, cache_dir, encoder,
-                                                             log, shard_size, checkpoint)
+                                                             reading, log, shard_size, checkpoint)
         return matrix, multilingual, cached, encoded + more
     dense_threads = cores // 2
     dense_done, failed = threading.Event(), threading.Event()
@@ -49,7 +49,7 @@ def encode_side_by_side(dense: DenseIndex, dense_docs: list[str], encoder: Multi
     def multilingual_side() -> None:
         try:
             side["index"] = MultilingualIndex.build_or_load(
-                multilingual_docs, descriptions, cache_dir, encoder, log, shard_size, stop_if_failed,
+                multilingual_docs, descriptions, cache_dir, encoder, reading, log, shard_size, stop_if_failed,
                 threads=lambda: cores if dense_done.is_set() else cores - dense_threads)
         except BaseException as exc:  # noqa: BLE001 -- re-raised in the building thread below
             side["error"] = exc

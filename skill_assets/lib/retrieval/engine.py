@@ -27,7 +27,14 @@ from skill_assets.lib.retrieval.engine_config import EngineSettings, FittedRouti
 from skill_assets.lib.retrieval.fusion import Candidates
 from skill_assets.lib.retrieval.glossary import GLOSSARY
 from skill_assets.lib.retrieval.index_builder import IndexBuilder
-from skill_assets.lib.retrieval.multilingual import READING, MultilingualEncoder
+from skill_assets.lib.retrieval.multilingual import (
+    LEGACY_READING,
+    READING,
+    READING_CARD_KEY,
+    READINGS,
+    MultilingualEncoder,
+    signal_version,
+)
 from skill_assets.lib.retrieval.pipeline import Checkpoint, Pipeline, no_checkpoint
 from skill_assets.lib.retrieval.pool_index import IndexBuild, PoolIndex
 from skill_assets.lib.retrieval.pools import Skill
@@ -83,10 +90,16 @@ class Engine:
             raise ValueError("the gloss signal scores the BM25 index: it needs the bm25 signal beside it")
         card = self.fusion.card if self.fusion is not None else {}
         caps = replace(MULTILINGUAL_CAPS, body_chars=card.get("multilingual_body_chars", MULTILINGUAL_CAPS.body_chars))
+        # a fusion is routed with the multilingual reading it was fitted over; an engine without one (the fits, the
+        # evaluation of each signal) reads as a fusion fitted now will
+        reading = card.get(READING_CARD_KEY, LEGACY_READING) if self.fusion is not None else READING
+        if reading not in READINGS:
+            raise ValueError(f"the fusion's card names an unknown multilingual reading {str(reading)[:40]!r}; this "
+                             f"code reads {', '.join(READINGS)}")
         dense = DenseIndex(embedder_path, self.cache_dir, settings.query_prompt, settings.batch_size,
                            settings.embedder_backend, self.log, card.get("document_tokens"), settings.query_backend)
         multilingual = MultilingualEncoder(settings.multilingual_model, threads=settings.num_threads)
-        self.indexes = IndexBuilder(dense, multilingual, caps, self.signals, self.cache_dir, self.log,
+        self.indexes = IndexBuilder(dense, multilingual, caps, reading, self.signals, self.cache_dir, self.log,
                                     self._warm, self._signals_of)
         self.reranker: Reranker | None = None
         self.reranker_path = str(reranker_path) if reranker_path else None
@@ -103,6 +116,15 @@ class Engine:
     @property
     def multilingual_caps(self) -> TextCaps:
         return self.indexes.multilingual_caps
+
+    @property
+    def multilingual_reading(self) -> str:
+        return self.indexes.multilingual_reading
+
+    @property
+    def multilingual_version(self) -> str:
+        """What produced the multilingual signal's scores: the encoder and the reading (``signal_version``)."""
+        return signal_version(self.multilingual.fingerprint, self.multilingual_reading)
 
     @property
     def embedder_path(self) -> str:
@@ -223,7 +245,7 @@ class Engine:
 
     def signal_versions(self) -> dict[str, str]:
         """What produced each signal's scores (library or weights fingerprint), for ``model_version`` columns."""
-        versions = {"dense": self.dense.fingerprint, "multilingual": f"{self.multilingual.fingerprint}|{READING}"}
+        versions = {"dense": self.dense.fingerprint, "multilingual": self.multilingual_version}
         pool = self.indexes.published
         lexical = pool.lexical if pool else None
         if lexical is None:

@@ -76,11 +76,12 @@ class IndexBuilder:
     published); ``answering(pool)`` names the signals an answer over ``pool`` uses, for the log."""
 
     def __init__(self, dense: DenseIndex, multilingual: MultilingualEncoder, multilingual_caps: TextCaps,
-                 signals: tuple[str, ...], cache_dir: Path, log: Callable[[str], None], warm: Callable[[], None],
-                 answering: Callable[[PoolIndex], tuple[str, ...]]) -> None:
+                 multilingual_reading: str, signals: tuple[str, ...], cache_dir: Path, log: Callable[[str], None],
+                 warm: Callable[[], None], answering: Callable[[PoolIndex], tuple[str, ...]]) -> None:
         self.dense = dense
         self.multilingual = multilingual
         self.multilingual_caps = multilingual_caps
+        self.multilingual_reading = multilingual_reading
         self.signals = signals
         self.cache_dir = cache_dir
         self.log = log
@@ -238,7 +239,7 @@ class IndexBuilder:
             return dense, None, cached + len(kept), encoded
         fresh = (fresh_index.matrix, fresh_index.descriptions) if fresh_index is not None else (None, None)
         index = MultilingualIndex(self.multilingual, assembled(last.multilingual.matrix, fresh[0]),
-                                  assembled(last.multilingual.descriptions, fresh[1]))
+                                  assembled(last.multilingual.descriptions, fresh[1]), self.multilingual_reading)
         return dense, index, cached + len(kept), encoded
 
     def _encode_documents(self, skills: Sequence[Skill], shard_size: int, checkpoint: Callable[[], None]
@@ -256,7 +257,7 @@ class IndexBuilder:
             return encode_side_by_side(self.dense, dense_docs, self.multilingual,
                                        [multilingual_document(s, caps) for s in skills],
                                        [multilingual_description(s, caps) for s in skills],
-                                       self.cache_dir, self.log, shard_size, checkpoint)
+                                       self.multilingual_reading, self.cache_dir, self.log, shard_size, checkpoint)
 
     def _publish(self, pool: PoolIndex, generation: int) -> bool:
         """Make ``pool`` the one routing reads, unless a newer build has begun since (its pool wins)."""

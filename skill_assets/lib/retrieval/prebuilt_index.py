@@ -21,11 +21,12 @@ from skill_assets.lib.common.cache_files import sealed_json, unseal_json, write_
 from skill_assets.lib.models.encoder_backends import backend_key
 from skill_assets.lib.common.hashing import digest
 from skill_assets.lib.retrieval.engine import Engine
-from skill_assets.lib.retrieval.multilingual import READING
 from skill_assets.lib.retrieval.pools import Skill, some_ids
 
 MANIFEST_FILE = "skill_assets_index.json"
-FORMAT = "skill-assets-prebuilt-index-v1"
+#: v2: the multilingual vectors hold each skill's description alone beside its document (``multilingual``); a v1 index
+#: has none, and routing from it would encode every description
+FORMAT = "skill-assets-prebuilt-index-v2"
 
 
 class PrebuiltIndexError(ValueError):
@@ -50,7 +51,7 @@ def encoders(engine: Engine) -> dict[str, dict[str, str]]:
                            "made_by": f"{dense.model_path} (backend {backend_key(dense.backend)}{read})"}
         else:  # the multilingual vectors' cache key is the model's; what they read of a skill is the engine's caps
             caps = engine.multilingual_caps
-            out[signal] = {"fingerprint": digest(f"{engine.multilingual.fingerprint}|{caps}|{READING}"),
+            out[signal] = {"fingerprint": digest(f"{engine.multilingual.fingerprint}|{caps}"),
                            "made_by": f"{engine.multilingual.model} (each skill's document, description read to "
                                       f"{caps.description_chars} characters and body to {caps.body_chars}, and its "
                                       "description alone)"}

@@ -60,8 +60,10 @@ def assert_same_index(a: PoolIndex, b: PoolIndex) -> None:
     assert np.array_equal(a.skill_zh, b.skill_zh)
     assert np.array_equal(a.lexical.scores(QUERIES), b.lexical.scores(QUERIES))
     assert a.dense.dtype == b.dense.dtype and a.dense.tobytes() == b.dense.tobytes()
-    assert a.multilingual.matrix.dtype == b.multilingual.matrix.dtype
-    assert a.multilingual.matrix.tobytes() == b.multilingual.matrix.tobytes()
+    for reading in ("matrix", "descriptions"):  # the document and the description alone, row for row
+        x, y = getattr(a.multilingual, reading), getattr(b.multilingual, reading)
+        assert x.dtype == y.dtype and x.tobytes() == y.tobytes()
+    assert a.multilingual.reading == b.multilingual.reading
 
 
 def test_a_reindex_after_one_edit_is_the_index_of_the_edited_pool_built_from_scratch(tmp_path):

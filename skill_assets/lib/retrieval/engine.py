@@ -33,7 +33,6 @@ from skill_assets.lib.retrieval.multilingual import (
     READING_CARD_KEY,
     READINGS,
     MultilingualEncoder,
-    signal_version,
 )
 from skill_assets.lib.retrieval.pipeline import Checkpoint, Pipeline, no_checkpoint
 from skill_assets.lib.retrieval.pool_index import IndexBuild, PoolIndex
@@ -41,7 +40,15 @@ from skill_assets.lib.retrieval.pools import Skill
 from skill_assets.lib.retrieval.reranking import Reranker, probe_pairs
 from skill_assets.lib.retrieval.results import Fused, RoutedRequest
 from skill_assets.lib.retrieval.selection import SelectionCut
-from skill_assets.lib.retrieval.signals import MULTILINGUAL_CAPS, SIGNALS
+from skill_assets.lib.retrieval.signals import (
+    DENSE_READING,
+    DENSE_READING_CARD_KEY,
+    DENSE_READINGS,
+    LEGACY_DENSE_READING,
+    MULTILINGUAL_CAPS,
+    SIGNALS,
+    signal_version,
+)
 from skill_assets.lib.retrieval.threads import request_threads
 
 DEFAULT_CACHE_DIR = Path("~/.cache/skill-assets/index")
@@ -93,9 +100,12 @@ class Engine:
         # a fusion is routed with the multilingual reading it was fitted over; an engine without one (the fits, the
         # evaluation of each signal) reads as a fusion fitted now will
         reading = card.get(READING_CARD_KEY, LEGACY_READING) if self.fusion is not None else READING
-        if reading not in READINGS:
-            raise ValueError(f"the fusion's card names an unknown multilingual reading {str(reading)[:40]!r}; this "
-                             f"code reads {', '.join(READINGS)}")
+        self.dense_reading = (card.get(DENSE_READING_CARD_KEY, LEGACY_DENSE_READING) if self.fusion is not None
+                              else DENSE_READING)
+        for what, value, known in (("multilingual", reading, READINGS), ("dense", self.dense_reading, DENSE_READINGS)):
+            if value not in known:
+                raise ValueError(f"the fusion's card names an unknown {what} reading {str(value)[:40]!r}; this code "
+                                 f"reads {', '.join(known)}")
         dense = DenseIndex(embedder_path, self.cache_dir, settings.query_prompt, settings.batch_size,
                            settings.embedder_backend, self.log, card.get("document_tokens"), settings.query_backend)
         multilingual = MultilingualEncoder(settings.multilingual_model, threads=settings.num_threads)
@@ -124,7 +134,7 @@ class Engine:
     @property
     def multilingual_version(self) -> str:
         """What produced the multilingual signal's scores: the encoder and the reading (``signal_version``)."""
-        return signal_version(self.multilingual.fingerprint, self.multilingual_reading)
+        return signal_version(self.multilingual.fingerprint, self.multilingual_reading, LEGACY_READING)
 
     @property
     def embedder_path(self) -> str:
@@ -235,7 +245,8 @@ class Engine:
         and cut after construction, ``Router.from_store`` the abstention)."""
         fitted = FittedRouting(self.fusion, self.selection, self.lexical_fusion, self.lexical_selection,
                                self.abstention)
-        return Pipeline(self.dense, fitted, self.reranker, self.signals, self.indexes.is_complete)
+        return Pipeline(self.dense, self.dense_reading, fitted, self.reranker, self.signals,
+                        self.indexes.is_complete)
 
     def signal_scores(self, queries: list[str], checkpoint: Checkpoint = no_checkpoint,
                       signals: Sequence[str] | None = None, pool: PoolIndex | None = None) -> dict[str, np.ndarray]:
@@ -245,7 +256,8 @@ class Engine:
 
     def signal_versions(self) -> dict[str, str]:
         """What produced each signal's scores (library or weights fingerprint), for ``model_version`` columns."""
-        versions = {"dense": self.dense.fingerprint, "multilingual": self.multilingual_version}
+        versions = {"dense": signal_version(self.dense.fingerprint, self.dense_reading, LEGACY_DENSE_READING),
+                    "multilingual": self.multilingual_version}
         pool = self.indexes.published
         lexical = pool.lexical if pool else None
         if lexical is None:

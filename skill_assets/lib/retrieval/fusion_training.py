@@ -24,6 +24,7 @@ from skill_assets.lib.core.runs import Ranking, Run, ranking_of
 from skill_assets.lib.retrieval.requests import Request, qrels, run_of
 from skill_assets.lib.retrieval.selection import DEFAULT_CAP, SelectionCut, Similarity, fit_cut, set_scores
 from skill_assets.lib.retrieval.multilingual import READING_CARD_KEY
+from skill_assets.lib.retrieval.signals import DENSE_READING_CARD_KEY
 
 #: the selection cut saved beside a fusion model, and the card of the pair
 SELECTION_FILE = "selection.json"
@@ -145,8 +146,11 @@ def fit_over(engine: Engine, requests: Sequence[Request], signals: tuple[str, ..
     fitted = train_fusion(candidates_of, engine.ids, requests, signals, similarity, depth, data_source, cap=cap,
                           log=log, kinds=kinds)
     fitted.card["data"].update(card_data)
-    if "multilingual" in signals:  # what the engine routing with this fusion must read (``Engine``)
+    # how the engine routing with this fusion must read its signals (``Engine``)
+    if "multilingual" in signals:
         fitted.card[READING_CARD_KEY] = engine.multilingual_reading
+    if "dense" in signals:
+        fitted.card[DENSE_READING_CARD_KEY] = engine.dense_reading
     return fitted
 
 

@@ -102,12 +102,6 @@ class MultilingualEncoder:
         return emb / np.clip(np.linalg.norm(emb, axis=1, keepdims=True), 1e-12, None)
 
 
-def signal_version(fingerprint: str, reading: str) -> str:
-    """What produced the signal's scores: the encoder's fingerprint, and the reading where it is not the one every
-    score was made by before descriptions were read (so a run, an abstention or a card of then keeps its key)."""
-    return fingerprint if reading == LEGACY_READING else f"{fingerprint}|{reading}"
-
-
 @dataclass(frozen=True)
 class MultilingualScores:
     """(queries, pool) cosines of one request encoding: to each skill's document, to its description alone, and

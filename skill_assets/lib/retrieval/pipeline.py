@@ -17,12 +17,13 @@ from skill_assets.lib.retrieval.answering import fused_by, fused_rankings, route
 from skill_assets.lib.retrieval.dense import DenseIndex
 from skill_assets.lib.retrieval.engine_config import FittedRouting
 from skill_assets.lib.retrieval.fusion import DEFAULT_DEPTH, Candidates, FusionModel, candidates
-from skill_assets.lib.retrieval.glossary import with_gloss
+from skill_assets.lib.retrieval.glossary import gloss, with_gloss
 from skill_assets.lib.retrieval.multilingual import DESCRIPTION_READING
 from skill_assets.lib.retrieval.pool_index import PoolIndex
 from skill_assets.lib.retrieval.ranking import top_k_rankings
 from skill_assets.lib.retrieval.reranking import Reranker
 from skill_assets.lib.retrieval.results import Fused, RankedSkill, RoutedRequest
+from skill_assets.lib.retrieval.signals import LEGACY_DENSE_READING
 from skill_assets.lib.retrieval.threads import request_threads
 
 Checkpoint = Callable[[], None]
@@ -39,6 +40,7 @@ class Pipeline:
     says)."""
 
     dense: DenseIndex
+    dense_reading: str
     fitted: FittedRouting
     reranker: Reranker | None
     signals: tuple[str, ...]
@@ -62,7 +64,7 @@ class Pipeline:
         with request_threads(len(queries)):
             if "dense" in signals:
                 checkpoint()
-                out["dense"] = self.dense.scores(queries, pool.dense, checkpoint)
+                out["dense"] = self._dense_scores(pool, queries, checkpoint)
             if "bm25" in signals:
                 checkpoint()
                 out["bm25"] = pool.lexical.scores(queries)
@@ -74,6 +76,20 @@ class Pipeline:
                 readings = pool.multilingual.readings(queries, checkpoint)
                 out["multilingual"], out[DESCRIPTION_READING] = readings.signal, readings.description
         return out
+
+    def _dense_scores(self, pool: PoolIndex, queries: list[str], checkpoint: Checkpoint = no_checkpoint
+                      ) -> np.ndarray:
+        """The bi-encoder's (queries, pool) cosines as ``dense_reading`` reads a request: under ``DENSE_READING`` a
+        request with Chinese in it scores each skill by the better of its own cosine and its glosses' (the English
+        MiniLM reads the glosses of a request for an English skill better than its Chinese; ``signals``)."""
+        scores = self.dense.scores(queries, pool.dense, checkpoint)
+        if self.dense_reading == LEGACY_DENSE_READING:
+            return scores
+        glossed = {i: words for i, query in enumerate(queries) if (words := gloss(query))}
+        if glossed:
+            rows = list(glossed)
+            scores[rows] = np.maximum(scores[rows], self.dense.scores(list(glossed.values()), pool.dense, checkpoint))
+        return scores
 
     @staticmethod
     def _gloss_scores(pool: PoolIndex, queries: list[str], bm25: np.ndarray | None) -> np.ndarray:
@@ -135,7 +151,7 @@ class Pipeline:
         """Without a fusion: the bi-encoder's search, reranked where configured, its first skill selected (no cut
         has been learned) and no per-signal scores."""
         depth = max(top_k, rerank_depth) if rerank else top_k
-        rankings = top_k_rankings(self.dense.scores(queries, pool.dense), pool.ids, depth)
+        rankings = top_k_rankings(self._dense_scores(pool, queries), pool.ids, depth)
         if rerank:
             rankings = rerank.rerank(queries, rankings, pool.reranker_texts(), rerank_depth)
         return [RoutedRequest([RankedSkill(sid, score, {}) for sid, score in r[:top_k]], [r[0][0]], ("dense",))

@@ -33,6 +33,7 @@ from skill_assets.lib.retrieval.multilingual import (
     READING_CARD_KEY,
     READINGS,
     MultilingualEncoder,
+    MultilingualRead,
 )
 from skill_assets.lib.retrieval.pipeline import Checkpoint, Pipeline, no_checkpoint
 from skill_assets.lib.retrieval.pool_index import IndexBuild, PoolIndex
@@ -109,8 +110,8 @@ class Engine:
         dense = DenseIndex(embedder_path, self.cache_dir, settings.query_prompt, settings.batch_size,
                            settings.embedder_backend, self.log, card.get("document_tokens"), settings.query_backend)
         multilingual = MultilingualEncoder(settings.multilingual_model, threads=settings.num_threads)
-        self.indexes = IndexBuilder(dense, multilingual, caps, reading, self.signals, self.cache_dir, self.log,
-                                    self._warm, self._signals_of)
+        self.indexes = IndexBuilder(dense, multilingual, MultilingualRead(caps, reading), self.signals, self.cache_dir,
+                                    self.log, self._warm, self._signals_of)
         self.reranker: Reranker | None = None
         self.reranker_path = str(reranker_path) if reranker_path else None
 
@@ -125,11 +126,11 @@ class Engine:
 
     @property
     def multilingual_caps(self) -> TextCaps:
-        return self.indexes.multilingual_caps
+        return self.indexes.multilingual_read.caps
 
     @property
     def multilingual_reading(self) -> str:
-        return self.indexes.multilingual_reading
+        return self.indexes.multilingual_read.reading
 
     @property
     def multilingual_version(self) -> str:

@@ -26,12 +26,11 @@ from pathlib import Path
 import numpy as np
 
 from skill_assets.lib.common.hashing import digest
-from skill_assets.lib.core.skill_text import TextCaps
 from skill_assets.lib.retrieval.dense import DenseIndex
 from skill_assets.lib.retrieval.document_cache import IndexStats
 from skill_assets.lib.retrieval.encoding import encode_side_by_side
 from skill_assets.lib.retrieval.lexical import DocumentTokens, LexicalIndex
-from skill_assets.lib.retrieval.multilingual import MultilingualEncoder, MultilingualIndex
+from skill_assets.lib.retrieval.multilingual import MultilingualEncoder, MultilingualIndex, MultilingualRead
 from skill_assets.lib.retrieval.pool_index import ENCODERS, IndexBuild, IndexStopped, PoolIndex
 from skill_assets.lib.retrieval.pools import Skill
 from skill_assets.lib.retrieval.signals import (
@@ -75,13 +74,12 @@ class IndexBuilder:
     ``warm()`` loads what an answer with every signal needs (run in the build's thread before the full index is
     published); ``answering(pool)`` names the signals an answer over ``pool`` uses, for the log."""
 
-    def __init__(self, dense: DenseIndex, multilingual: MultilingualEncoder, multilingual_caps: TextCaps,
-                 multilingual_reading: str, signals: tuple[str, ...], cache_dir: Path, log: Callable[[str], None],
-                 warm: Callable[[], None], answering: Callable[[PoolIndex], tuple[str, ...]]) -> None:
+    def __init__(self, dense: DenseIndex, multilingual: MultilingualEncoder, multilingual_read: MultilingualRead,
+                 signals: tuple[str, ...], cache_dir: Path, log: Callable[[str], None], warm: Callable[[], None],
+                 answering: Callable[[PoolIndex], tuple[str, ...]]) -> None:
         self.dense = dense
         self.multilingual = multilingual
-        self.multilingual_caps = multilingual_caps
-        self.multilingual_reading = multilingual_reading
+        self.multilingual_read = multilingual_read
         self.signals = signals
         self.cache_dir = cache_dir
         self.log = log
@@ -102,7 +100,8 @@ class IndexBuilder:
         d = self.dense
         self.dense = DenseIndex(d.model_path, d.cache_dir, d.query_prompt, d.batch_size, d.backend, self.log,
                                 document_tokens, d.query_backend)
-        self.multilingual_caps = replace(self.multilingual_caps, body_chars=multilingual_body_chars)
+        read = self.multilingual_read
+        self.multilingual_read = replace(read, caps=replace(read.caps, body_chars=multilingual_body_chars))
 
     def start(self, skills: list[Skill], shard_size: int = 512, encoders: str = "background",
               hold: Callable[[], None] | None = None) -> IndexBuild:
@@ -239,7 +238,7 @@ class IndexBuilder:
             return dense, None, cached + len(kept), encoded
         fresh = (fresh_index.matrix, fresh_index.descriptions) if fresh_index is not None else (None, None)
         index = MultilingualIndex(self.multilingual, assembled(last.multilingual.matrix, fresh[0]),
-                                  assembled(last.multilingual.descriptions, fresh[1]), self.multilingual_reading)
+                                  assembled(last.multilingual.descriptions, fresh[1]), self.multilingual_read.reading)
         return dense, index, cached + len(kept), encoded
 
     def _encode_documents(self, skills: Sequence[Skill], shard_size: int, checkpoint: Callable[[], None]
@@ -253,11 +252,12 @@ class IndexBuilder:
             if "multilingual" not in self.signals:
                 dense, cached, encoded = self.dense.embed(dense_docs, shard_size, checkpoint)
                 return dense, None, cached, encoded
-            caps = self.multilingual_caps
+            caps = self.multilingual_read.caps
             return encode_side_by_side(self.dense, dense_docs, self.multilingual,
                                        [multilingual_document(s, caps) for s in skills],
                                        [multilingual_description(s, caps) for s in skills],
-                                       self.multilingual_reading, self.cache_dir, self.log, shard_size, checkpoint)
+                                       self.multilingual_read.reading, self.cache_dir, self.log, shard_size,
+                                       checkpoint)
 
     def _publish(self, pool: PoolIndex, generation: int) -> bool:
         """Make ``pool`` the one routing reads, unless a newer build has begun since (its pool wins)."""

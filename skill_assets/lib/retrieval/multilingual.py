@@ -25,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
+from skill_assets.lib.core.skill_text import TextCaps
 from skill_assets.lib.models.embedding_cache import model_fingerprint
 from skill_assets.lib.common.hashing import digest
 from skill_assets.lib.retrieval.chunking import best_piece, chunk_embeddings
@@ -100,6 +101,15 @@ class MultilingualEncoder:
                                   show_progress_bar=False)
         emb = np.asarray(emb, dtype=np.float32)
         return emb / np.clip(np.linalg.norm(emb, axis=1, keepdims=True), 1e-12, None)
+
+
+@dataclass(frozen=True)
+class MultilingualRead:
+    """How a pool is read for the multilingual signal: how much of each skill's text (``caps``) and which of
+    ``READINGS`` the signal makes of the two readings."""
+
+    caps: TextCaps
+    reading: str = READING
 
 
 @dataclass(frozen=True)

@@ -61,41 +61,47 @@ class Pipeline:
         if missing := [s for s in signals if not pool.has(s)]:
             raise RuntimeError(f"the {', '.join(missing)} index is still being built")
         out: dict[str, np.ndarray] = {}
+        # each request's glosses, found once for the gloss signal and the bi-encoder's reading of them
+        glossing = "gloss" in signals or ("dense" in signals and self.dense_reading != LEGACY_DENSE_READING)
+        glosses = [gloss(q) for q in queries] if glossing else None
         with request_threads(len(queries)):
             if "dense" in signals:
                 checkpoint()
-                out["dense"] = self._dense_scores(pool, queries, checkpoint)
+                out["dense"] = self._dense_scores(pool, queries, glosses, checkpoint)
             if "bm25" in signals:
                 checkpoint()
                 out["bm25"] = pool.lexical.scores(queries)
             if "gloss" in signals:
                 checkpoint()
-                out["gloss"] = self._gloss_scores(pool, queries, out.get("bm25"))
+                out["gloss"] = self._gloss_scores(pool, queries, glosses, out.get("bm25"))
             if "multilingual" in signals:
                 checkpoint()
                 readings = pool.multilingual.readings(queries, checkpoint)
                 out["multilingual"], out[DESCRIPTION_READING] = readings.signal, readings.description
         return out
 
-    def _dense_scores(self, pool: PoolIndex, queries: list[str], checkpoint: Checkpoint = no_checkpoint
-                      ) -> np.ndarray:
+    def _dense_scores(self, pool: PoolIndex, queries: list[str], glosses: Sequence[str] | None = None,
+                      checkpoint: Checkpoint = no_checkpoint) -> np.ndarray:
         """The bi-encoder's (queries, pool) cosines as ``dense_reading`` reads a request: under ``DENSE_READING`` a
         request with Chinese in it scores each skill by the better of its own cosine and its glosses' (the English
-        MiniLM reads the glosses of a request for an English skill better than its Chinese; ``signals``)."""
+        MiniLM reads the glosses of a request for an English skill better than its Chinese; ``signals``).
+        ``glosses``: each request's, where the caller found them already."""
         scores = self.dense.scores(queries, pool.dense, checkpoint)
         if self.dense_reading == LEGACY_DENSE_READING:
             return scores
-        glossed = {i: words for i, query in enumerate(queries) if (words := gloss(query))}
+        glosses = glosses if glosses is not None else [gloss(q) for q in queries]
+        glossed = {i: words for i, words in enumerate(glosses) if words}
         if glossed:
             rows = list(glossed)
             scores[rows] = np.maximum(scores[rows], self.dense.scores(list(glossed.values()), pool.dense, checkpoint))
         return scores
 
     @staticmethod
-    def _gloss_scores(pool: PoolIndex, queries: list[str], bm25: np.ndarray | None) -> np.ndarray:
-        """BM25 of each request with its glosses; a request with nothing to gloss (no Chinese) is its ``bm25`` row,
-        copied where this call scored it rather than scored twice."""
-        glossed = [with_gloss(q) for q in queries]
+    def _gloss_scores(pool: PoolIndex, queries: list[str], glosses: Sequence[str], bm25: np.ndarray | None
+                      ) -> np.ndarray:
+        """BM25 of each request with its ``glosses``; a request with nothing to gloss (no Chinese) is its ``bm25``
+        row, copied where this call scored it rather than scored twice."""
+        glossed = [with_gloss(q, g) for q, g in zip(queries, glosses)]
         if bm25 is None:
             return pool.lexical.scores(glossed)
         out = bm25.copy()

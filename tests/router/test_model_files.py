@@ -67,6 +67,16 @@ def unknown_kind(folder: Path) -> None:
     (folder / MODEL_FILE).write_text(json.dumps({**body, "kind": "perceptron"}))
 
 
+def unknown_reading_in_card(folder: Path) -> None:
+    body = json.loads((folder / MODEL_FILE).read_text())
+    (folder / MODEL_FILE).write_text(json.dumps({**body, "card": {**body["card"], "dense_reading": "telepathy"}}))
+
+
+def document_cap_out_of_range(folder: Path) -> None:
+    body = json.loads((folder / MODEL_FILE).read_text())
+    (folder / MODEL_FILE).write_text(json.dumps({**body, "card": {**body["card"], "document_tokens": 10 ** 9}}))
+
+
 def bad_lexical_folder(folder: Path) -> None:
     (folder / "lexical" / MODEL_FILE).write_text('{"kind": "linear", "feature_set": 3, "signals": ["bm25"], '
                                                  '"depth": 50, "coef": [1.0, "x"], "intercept": 0}')
@@ -83,7 +93,8 @@ def damaged_abstention(folder: Path) -> None:
 
 
 BOOSTER_CASES = (truncated_booster, split_on_a_missing_feature, node_pointing_to_itself, leaf_used_twice)
-CASES = {f.__name__: f for f in (*BOOSTER_CASES, truncated_card, unknown_kind, bad_lexical_folder,
+CASES = {f.__name__: f for f in (*BOOSTER_CASES, truncated_card, unknown_kind, unknown_reading_in_card,
+                                  document_cap_out_of_range, bad_lexical_folder,
                                   damaged_selection, damaged_abstention)}
 
 

@@ -24,14 +24,13 @@ from skill_assets.lib.models.encoder_backends import BACKENDS
 from skill_assets.lib.retrieval.dense import DenseIndex
 from skill_assets.lib.retrieval.document_cache import IndexStats
 from skill_assets.lib.retrieval.engine_config import EngineSettings, FittedRouting
-from skill_assets.lib.retrieval.fusion import Candidates
+from skill_assets.lib.retrieval.fusion import Candidates, card_problem
 from skill_assets.lib.retrieval.glossary import GLOSSARY
 from skill_assets.lib.retrieval.index_builder import IndexBuilder
 from skill_assets.lib.retrieval.multilingual import (
     LEGACY_READING,
     READING,
     READING_CARD_KEY,
-    READINGS,
     MultilingualEncoder,
     MultilingualRead,
 )
@@ -44,7 +43,6 @@ from skill_assets.lib.retrieval.selection import SelectionCut
 from skill_assets.lib.retrieval.signals import (
     DENSE_READING,
     DENSE_READING_CARD_KEY,
-    DENSE_READINGS,
     LEGACY_DENSE_READING,
     MULTILINGUAL_CAPS,
     SIGNALS,
@@ -97,16 +95,14 @@ class Engine:
         if "gloss" in self.signals and "bm25" not in self.signals:
             raise ValueError("the gloss signal scores the BM25 index: it needs the bm25 signal beside it")
         card = self.fusion.card if self.fusion is not None else {}
+        if why := card_problem(card):  # a fusion built in code, not loaded (``FusionModel.load`` checks the file)
+            raise ValueError(f"the fusion's card {why}")
         caps = replace(MULTILINGUAL_CAPS, body_chars=card.get("multilingual_body_chars", MULTILINGUAL_CAPS.body_chars))
         # a fusion is routed with the multilingual reading it was fitted over; an engine without one (the fits, the
         # evaluation of each signal) reads as a fusion fitted now will
         reading = card.get(READING_CARD_KEY, LEGACY_READING) if self.fusion is not None else READING
         self.dense_reading = (card.get(DENSE_READING_CARD_KEY, LEGACY_DENSE_READING) if self.fusion is not None
                               else DENSE_READING)
-        for what, value, known in (("multilingual", reading, READINGS), ("dense", self.dense_reading, DENSE_READINGS)):
-            if value not in known:
-                raise ValueError(f"the fusion's card names an unknown {what} reading {str(value)[:40]!r}; this code "
-                                 f"reads {', '.join(known)}")
         dense = DenseIndex(embedder_path, self.cache_dir, settings.query_prompt, settings.batch_size,
                            settings.embedder_backend, self.log, card.get("document_tokens"), settings.query_backend)
         multilingual = MultilingualEncoder(settings.multilingual_model, threads=settings.num_threads)

@@ -30,8 +30,10 @@ import numpy as np
 from skill_assets.lib.common.language import DIRECTIONS, detect_language, script_counts
 from skill_assets.lib.retrieval.model_files import (ModelFileError, checked_booster_text, number_list,
                                                     read_json_object)
+from skill_assets.lib.retrieval.dense import EMBEDDER_MAX_SEQ
+from skill_assets.lib.retrieval.multilingual import READING_CARD_KEY, READINGS
 from skill_assets.lib.retrieval.ranking import top_rows
-from skill_assets.lib.retrieval.signals import SIGNALS
+from skill_assets.lib.retrieval.signals import DENSE_READING_CARD_KEY, DENSE_READINGS, SIGNALS
 
 PAIRS = tuple(DIRECTIONS)  # "<skill language>2<query language>"
 DEFAULT_DEPTH = 50
@@ -241,6 +243,8 @@ class FusionModel:
         params, card = body.get("params", {}), body.get("card", {})
         if not isinstance(params, dict) or not isinstance(card, dict):
             raise ModelFileError(f"{where}: params and card must be JSON objects")
+        if why := card_problem(card):
+            raise ModelFileError(f"{where}: the card {why}")
         width = design_width(kind, signals)
         if kind == "linear":
             coef = number_list(where, "coef", body.get("coef"), width)
@@ -248,6 +252,23 @@ class FusionModel:
             return cls(kind, tuple(signals), depth, params, LinearWeights(coef, intercept), None, card)
         text = checked_booster_text(directory / BOOSTER_FILE, width)
         return cls(kind, tuple(signals), depth, params, None, None, card, text)
+
+
+def card_problem(card: dict) -> str | None:
+    """What in a fusion's card the engine cannot route by, in words, or None: the card says how the fusion's features
+    were read (each encoder's reading, the bi-encoder's document cap, the multilingual body cap), and a value this
+    code does not know would route the fusion over signals it was never fitted on. A key a card lacks is a fusion
+    fitted before it existed, routed the old way (``Engine``)."""
+    for what, key, known in (("multilingual", READING_CARD_KEY, READINGS), ("dense", DENSE_READING_CARD_KEY,
+                                                                           DENSE_READINGS)):
+        if key in card and card[key] not in known:
+            return f"names an unknown {what} reading {str(card[key])[:40]!r}; this code reads {', '.join(known)}"
+    for key, most in (("document_tokens", EMBEDDER_MAX_SEQ), ("multilingual_body_chars", None)):
+        value = card.get(key)
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1
+                                  or (most is not None and value > most)):
+            return f"holds {key} {str(value)[:20]!r}, not an integer from 1{f' to {most}' if most else ' up'}"
+    return None
 
 
 def fit_linear(train: Sequence[Candidates], labels: Sequence[np.ndarray], signals: Sequence[str], c_reg: float,

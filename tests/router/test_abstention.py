@@ -33,6 +33,7 @@ from skill_assets.lib.retrieval.fusion import MODEL_FILE, Candidates  # noqa: E4
 from skill_assets.lib.retrieval.model_files import ModelFileError  # noqa: E402
 from skill_assets.lib.retrieval.multilingual import MultilingualEncoder, MultilingualIndex  # noqa: E402
 from skill_assets.lib.retrieval.signals import multilingual_description, multilingual_document  # noqa: E402
+from skill_assets.lib.retrieval.task_parts import task_parts  # noqa: E402
 from skill_assets.router import Router, Skill  # noqa: E402
 from skill_assets.router.cli import main as route_main  # noqa: E402
 from skill_assets.router.serve import build_server  # noqa: E402
@@ -135,6 +136,27 @@ def test_small_talk_selects_no_skill_and_says_why_an_answerable_request_loads_on
     assert len(chat.ranking) == 5  # the nearest skills, still
     assert task.no_fit is None and task.selected[0] == "devops/docker-compose-networking"
     assert chat.as_dict("q")["no_fit"] == chat.no_fit and "no_fit" not in task.as_dict("q")
+
+
+#: small talk written as a statement of several parts: the router routes it by its parts (``part_routing``)
+CHIT_CHAT_IN_PARTS = ("Weekend plans, nothing to do with work.\n\n1. Call my grandmother on Sunday afternoon and ask "
+                      "about her garden.\n2. Decide whether we watch a comedy or a thriller on Saturday night.\n"
+                      "3. Remember to water the basil on the balcony before we leave.")
+TASK_IN_PARTS = ("Our staging stack needs two fixes before Friday.\n\n1. The docker compose services cannot reach each "
+                 "other by name, so the api cannot find the database.\n2. The orders report query in PostgreSQL takes "
+                 "forty seconds; read its plan and add whatever index it is missing.")
+
+
+def test_a_request_routed_by_its_parts_abstains_as_the_whole_request_would(shipped):
+    """A statement of several parts is merged part by part, and the abstention reads the whole request as it reads a
+    short one: small talk in numbered items selects none and says why, a task of two needs still loads its skills."""
+    router, _ = shipped
+    chat, task = router.route([CHIT_CHAT_IN_PARTS, TASK_IN_PARTS], top_k=5)
+    assert len(task_parts(CHIT_CHAT_IN_PARTS)) > 1 and len(task_parts(TASK_IN_PARTS)) > 1  # the part-wise path
+    whole_chat, whole_task = router.engine.route([CHIT_CHAT_IN_PARTS, TASK_IN_PARTS], top_k=5)
+    assert whole_chat.selected == [] and chat.selected == [] and chat.no_fit == whole_chat.no_fit
+    assert len(chat.ranking) == 5
+    assert task.no_fit is None and whole_task.no_fit is None and "devops/docker-compose-networking" in task.selected
 
 
 def test_abstention_leaves_every_ranking_as_it_is(shipped):

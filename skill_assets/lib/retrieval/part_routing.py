@@ -31,6 +31,11 @@ candidate depth and the setup parts again. The short dev sets route as before or
 How many of the merged skills are loaded is the selection cut's (``SelectionCut.select_by_parts``): a request of
 more need parts than the cut's cap may load each part's best skill, up to four.
 
+The abstention reads the whole request, as it reads a short one (``Pipeline.route``): where no skill fits it, the
+merged answer selects none and says why, its ranking kept. Small talk or an errand list written in numbered items is
+routed by its parts and would otherwise load a skill per item; of the 161 long-task train and dev statements, none
+abstains (each names needs the pool serves, and its best scores say so).
+
 A request of one part, an engine without a fusion, or one whose encoders' indexes are still building, routes
 exactly as ``Engine.route`` does. Merged rankings are not reranked: the cross-encoder reads the head of one text,
 and a long statement is past what it reads.
@@ -55,6 +60,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from skill_assets.lib.retrieval.engine import Engine
+from skill_assets.lib.retrieval.multilingual import DESCRIPTION_READING
 from skill_assets.lib.retrieval.pipeline import Pipeline
 from skill_assets.lib.retrieval.pool_index import PoolIndex
 from skill_assets.lib.retrieval.results import Fused, RankedSkill, RoutedRequest
@@ -97,12 +103,16 @@ def route_by_parts(engine: Engine, queries: list[str], top_k: int = 20, cap: int
     out: dict[int, RoutedRequest] = {}
     if whole_only := [i for i in range(len(queries)) if i not in split]:
         out.update(zip(whole_only, route_whole([queries[i] for i in whole_only])))
-    fused = iter(pipeline.fused(pool, [t for i, parts in split.items() for t in (queries[i], *parts)],
-                                checkpoint=checkpoint))
+    texts = [t for i, parts in split.items() for t in (queries[i], *parts)]
+    scores = pipeline.scores(pool, texts, pipeline.fusion.signals, checkpoint)
+    fused = iter(zip(pipeline.fused(pool, texts, scores, checkpoint), range(len(texts))))
+    abstention = pipeline.fitted.abstention
     for i, parts in split.items():
-        whole = next(fused)
-        out[i] = _merged(pipeline, queries[i], whole, [next(fused) for _ in parts], top_k, cap, candidates, pool,
+        whole, row = next(fused)
+        merged = _merged(pipeline, queries[i], whole, [next(fused)[0] for _ in parts], top_k, cap, candidates, pool,
                          most, part_probability)
+        out[i] = (abstention.apply([queries[i]], [whole], [merged], pool, scores[DESCRIPTION_READING][[row]])[0]
+                  if abstention else merged)
     return [out[i] for i in range(len(queries))]
 
 

@@ -16,14 +16,11 @@ at ``TARGETS``, the shares the issue asks of the whole set.
 """
 from __future__ import annotations
 
-import argparse
-import json
 from collections import Counter
 from pathlib import Path
 
-from request_splits import (assign_splits, copy_groups, curated_record, earlier_splits, grouped, split_table,
-                            write_counts, write_requests, written)
-from shared_corpus import CORPUS
+from request_splits import (assign_splits, build_main, copy_groups, curated_record, earlier_splits, grouped,
+                            split_table, written)
 
 from skill_assets.lib.evaluation.curated_benchmark import LONG_TASK_REQUESTS, load_requests
 from skill_assets.lib.retrieval.pools import load_pool
@@ -62,14 +59,7 @@ def build(corpus: Path) -> tuple[list[dict], str, dict]:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--corpus", default=str(CORPUS))
-    args = ap.parse_args()
-    out, section, summary = build(Path(args.corpus))
-    write_requests(LONG_TASK_REQUESTS, out)
-    write_counts(LONG_TASK_DIR / "README.md", COUNTS_MARK, section, "Long task statements")
-    print(json.dumps(summary))
-    return 0
+    return build_main(__doc__.splitlines()[0], build, LONG_TASK_REQUESTS, LONG_TASK_DIR / "README.md", COUNTS_MARK, "Long task statements")
 
 
 if __name__ == "__main__":

@@ -17,11 +17,14 @@ by one rule and one set's test skills stay test skills in every other:
 """
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
+
+from shared_corpus import CORPUS
 
 from skill_assets.lib.common.hashing import digest, normalise_name, normalise_text
 from skill_assets.lib.retrieval.pools import Skill
@@ -182,3 +185,17 @@ def write_counts(readme: Path, mark: str, section: str, title: str) -> None:
     """Replace everything of ``readme`` from ``mark`` on with ``section`` (the card's head is kept as written)."""
     head = readme.read_text(encoding="utf-8").split(mark)[0] if readme.is_file() else f"# {title}\n\n"
     readme.write_text(head + section, encoding="utf-8")
+
+
+def build_main(description: str, build: Callable[[Path], tuple[list[dict], str, dict]], requests: Path,
+               readme: Path, mark: str, title: str) -> int:
+    """A set builder's command line: ``--corpus``, then ``build(corpus)``'s records written to ``requests``, its
+    counts section into ``readme`` (from ``mark`` on) and its summary as one JSON line."""
+    ap = argparse.ArgumentParser(description=description)
+    ap.add_argument("--corpus", default=str(CORPUS))
+    args = ap.parse_args()
+    out, section, summary = build(Path(args.corpus))
+    write_requests(requests, out)
+    write_counts(readme, mark, section, title)
+    print(json.dumps(summary))
+    return 0

@@ -15,14 +15,11 @@ any earlier set is dropped whole (counted in the card), never moved to dev.
 """
 from __future__ import annotations
 
-import argparse
-import json
 from collections import Counter
 from pathlib import Path
 
-from request_splits import (assign_splits, copy_groups, curated_record, earlier_splits, grouped, split_table,
-                            write_counts, write_requests, written)
-from shared_corpus import CORPUS
+from request_splits import (assign_splits, build_main, copy_groups, curated_record, earlier_splits, grouped,
+                            split_table, written)
 
 from skill_assets.lib.evaluation.curated_benchmark import LONG_TASK_MAX_GROUPS, LONG_TASK_REQUESTS, load_requests
 from skill_assets.lib.retrieval.pools import load_pool
@@ -58,14 +55,7 @@ def build(corpus: Path) -> tuple[list[dict], str, dict]:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--corpus", default=str(CORPUS))
-    args = ap.parse_args()
-    out, section, summary = build(Path(args.corpus))
-    write_requests(STYLES_TRAIN_REQUESTS, out)
-    write_counts(STYLES_DIR / "README.md", COUNTS_MARK, section, "Styles requests")
-    print(json.dumps(summary))
-    return 0
+    return build_main(__doc__.splitlines()[0], build, STYLES_TRAIN_REQUESTS, STYLES_DIR / "README.md", COUNTS_MARK, "Styles requests")
 
 
 if __name__ == "__main__":

@@ -8,7 +8,6 @@ injecting a PermissionError (``permission_denied``).
 """
 from __future__ import annotations
 
-import importlib.util
 import io
 import os
 import struct
@@ -21,6 +20,7 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
+from bench_scripts import bench_module
 
 GOOD = "---\nname: {name}\ndescription: Does {name} things well.\n---\n# {name}\n\nSteps for {name}.\n"
 #: nine levels of ten aliases each: a 400-byte front matter that expands to ~10^9 strings
@@ -175,11 +175,7 @@ def zip_directory(path: Path, names: list[bytes], *, count: int | None = None, o
 
 def _hostile_texts() -> ModuleType:
     """bench/hostile_texts.py, the one set of generated hostile texts: the fuzz tests feed what the bench times."""
-    spec = importlib.util.spec_from_file_location("hostile_texts", Path(__file__).resolve().parents[1] / "bench"
-                                                  / "hostile_texts.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return bench_module("hostile_texts")
 
 
 _TEXTS = _hostile_texts()

@@ -1,6 +1,5 @@
 """bench/train_gpu.py stays runnable without a GPU (--tiny) and keeps Qwen3-Embedding-0.6B's size."""
 import functools
-import importlib.util
 import json
 import os
 import subprocess
@@ -9,6 +8,7 @@ from pathlib import Path
 from unittest import mock
 
 import torch
+from bench_scripts import bench_module
 
 from skill_assets.lib.training.training_loop import enable_gpu_settings
 
@@ -18,11 +18,7 @@ BENCH = REPO / "bench" / "train_gpu.py"
 
 @functools.cache
 def _bench_module():
-    spec = importlib.util.spec_from_file_location("train_gpu", BENCH)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["train_gpu"] = module  # dataclasses look their module up while the file executes
-    spec.loader.exec_module(module)
-    return module
+    return bench_module("train_gpu")
 
 
 def test_tiny_run_trains_and_reports_one_json_line():

@@ -7,10 +7,8 @@ hand-written sets.
 """
 from __future__ import annotations
 
-import importlib.util
 import json
 from collections import Counter
-from pathlib import Path
 
 import pytest
 
@@ -23,8 +21,8 @@ from skill_assets.lib.evaluation.curated_benchmark import (
 from skill_assets.lib.evaluation.meaning_leakage import SkillText, long_task_problems
 from skill_assets.lib.retrieval.pools import load_pool
 from skill_assets.router.shipped_embedder import CURATED_REQUESTS, MEANING_REQUESTS
+from bench_scripts import bench_module
 
-BENCH = Path(__file__).resolve().parents[2] / "bench" / "long_task_set.py"
 REQUESTS = load_requests(LONG_TASK_REQUESTS, max_groups=LONG_TASK_MAX_GROUPS)
 
 
@@ -34,11 +32,7 @@ def _written() -> list[dict]:
 
 
 def _builder(monkeypatch):
-    monkeypatch.syspath_prepend(str(BENCH.parent))  # as `python bench/long_task_set.py` has it: its siblings import
-    spec = importlib.util.spec_from_file_location("long_task_set", BENCH)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return bench_module("long_task_set", monkeypatch)
 
 
 def test_counts_directions_and_sizes_meet_the_issue():

@@ -4,23 +4,17 @@ near misses name skills of the corpus they were written against, and a second re
 covers every dev and test request, the requests it disputes left out without moving any other."""
 from __future__ import annotations
 
-import importlib.util
 import json
 from collections import Counter
-from pathlib import Path
 
 from skill_assets.lib.retrieval.pools import load_pool
 from skill_assets.router.shipped_abstention import NO_FIT_KINDS, NO_FIT_REQUESTS, load_no_fit
+from bench_scripts import bench_module
 
-BENCH = Path(__file__).resolve().parents[2] / "bench" / "no_fit_set.py"
 
 
 def _builder(monkeypatch):
-    monkeypatch.syspath_prepend(str(BENCH.parent))  # as `python bench/no_fit_set.py` has it: its siblings import
-    spec = importlib.util.spec_from_file_location("no_fit_set", BENCH)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return bench_module("no_fit_set", monkeypatch)
 
 
 def _written_and_review(builder) -> tuple[list[dict], list[dict]]:

@@ -6,10 +6,8 @@ cross-language), so it must never hold a skill any set chooses or tests on, nor 
 """
 from __future__ import annotations
 
-import importlib.util
 import json
 from collections import Counter
-from pathlib import Path
 
 from skill_assets.lib.common.language import DIRECTIONS, count_length, detect_language
 from skill_assets.lib.evaluation.curated_benchmark import LONG_TASK_MAX_GROUPS, LONG_TASK_REQUESTS, load_requests
@@ -17,8 +15,8 @@ from skill_assets.lib.generation.query_audit import leaked_names
 from skill_assets.lib.retrieval.pools import load_pool
 from skill_assets.router.shipped_embedder import CURATED_REQUESTS, MEANING_REQUESTS
 from skill_assets.router.shipped_router import STYLES_REQUESTS, STYLES_TRAIN_REQUESTS
+from bench_scripts import bench_module
 
-BENCH = Path(__file__).resolve().parents[2] / "bench" / "styles_set.py"
 STYLES = ("terse", "vague", "pasted_error", "other_language", "casual")
 KEYS = {"id", "query", "lang", "direction", "k", "gt", "style", "topic", "writer"}
 WRITTEN = [json.loads(line) for path in sorted((STYLES_TRAIN_REQUESTS.parent / "written").glob("*.jsonl"))
@@ -27,11 +25,7 @@ TRAIN = load_requests(STYLES_TRAIN_REQUESTS)
 
 
 def _builder(monkeypatch):
-    monkeypatch.syspath_prepend(str(BENCH.parent))  # as `python bench/styles_set.py` has it: its siblings import
-    spec = importlib.util.spec_from_file_location("styles_set", BENCH)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return bench_module("styles_set", monkeypatch)
 
 
 def test_every_written_line_has_the_schema_and_its_language():

@@ -10,10 +10,12 @@ from collections import Counter
 from functools import cache
 from pathlib import Path
 
+from skill_assets.lib.common.hashing import normalise_name
 from skill_assets.lib.core.frontmatter import parse_skill_markdown
 from skill_assets.lib.common.language import DIRECTIONS, count_length, detect_language
 from skill_assets.lib.evaluation.curated_benchmark import CURATED_DIR, load_requests, split_skills
 from skill_assets.lib.generation.query_audit import leaked_names
+from skill_assets.lib.retrieval.pools import load_pool
 
 STYLES_DIR = CURATED_DIR.parent / "styles"
 STYLES = ("terse", "vague", "pasted_error", "other_language", "casual")
@@ -42,7 +44,7 @@ def test_every_line_has_the_schema():
         assert isinstance(r["query"], str) and r["query"].strip(), r["id"]
         assert r["direction"] in DIRECTIONS and r["lang"] == DIRECTIONS[r["direction"]][1], r["id"]
         assert r["style"] in STYLES, r["id"]
-        assert (r["split"], r["writer"], r["review_status"]) == ("dev", "s1", "unreviewed"), r["id"]
+        assert (r["split"], r["writer"]) == ("dev", "s1") and r["review_status"] in ("agreed", "disputed"), r["id"]
         assert isinstance(r["topic"], str) and r["topic"].strip(), r["id"]
         groups = r["gt_groups"]
         assert isinstance(groups, list) and 1 <= len(groups) <= 3 and r["k"] == len(groups), r["id"]
@@ -97,3 +99,28 @@ def test_no_query_contains_a_ground_truth_skill_name(shared_corpus):
     leaks = {r["id"]: found for r in ROWS
              if (found := leaked_names(r["query"], [_name(shared_corpus, s) for s in r["gt"]]))}
     assert leaks == {}
+
+
+REVIEW_KEYS = ["id", "writer", "writer_gt_groups", "reviewer", "reviewer_gt_groups", "reviewer_confidence", "resolution",
+               "why"]
+
+
+def test_the_blind_second_pass_reads_every_request_once_and_its_verdicts_follow_the_rule(shared_corpus):
+    """``review.jsonl``: one row per request, by a reader who is not the writer; the writer's label as the set holds
+    it; every pick a skill of the corpus; ``agreed`` exactly where each labelled group holds a pick or a same-name
+    copy of one; and each request's ``review_status`` is its row's verdict."""
+    rows = [json.loads(line) for line in (STYLES_DIR / "review.jsonl").read_text(encoding="utf-8").splitlines()
+            if line.strip()]
+    by_id = {r["id"]: r for r in ROWS}
+    assert sorted(row["id"] for row in rows) == sorted(by_id)
+    names = {s.id: normalise_name(s.name) for s in load_pool(shared_corpus).skills}
+    for row in rows:
+        request = by_id[row["id"]]
+        assert list(row) == REVIEW_KEYS and row["reviewer"] != row["writer"] == request["writer"], row["id"]
+        assert row["writer_gt_groups"] == request["gt_groups"] and row["why"].strip(), row["id"]
+        assert row["reviewer_confidence"] in ("high", "medium", "low"), row["id"]
+        picked = {s for g in row["reviewer_gt_groups"] for s in g}
+        assert picked and picked <= set(names), row["id"]
+        picked_names = {names[s] for s in picked}
+        agreed = all(set(g) & picked or {names.get(s) for s in g} & picked_names for g in request["gt_groups"])
+        assert row["resolution"] == ("agreed" if agreed else "disputed") == request["review_status"], row["id"]

@@ -59,7 +59,8 @@ def build(corpus: Path) -> tuple[list[dict], str, dict]:
 
 
 def main() -> int:
-    return build_main(__doc__.splitlines()[0], build, LONG_TASK_REQUESTS, LONG_TASK_DIR / "README.md", COUNTS_MARK, "Long task statements")
+    return build_main(__doc__.splitlines()[0], build, LONG_TASK_REQUESTS, LONG_TASK_DIR / "README.md", COUNTS_MARK,
+                      "Long task statements")
 
 
 if __name__ == "__main__":

@@ -55,7 +55,8 @@ def build(corpus: Path) -> tuple[list[dict], str, dict]:
 
 
 def main() -> int:
-    return build_main(__doc__.splitlines()[0], build, STYLES_TRAIN_REQUESTS, STYLES_DIR / "README.md", COUNTS_MARK, "Styles requests")
+    return build_main(__doc__.splitlines()[0], build, STYLES_TRAIN_REQUESTS, STYLES_DIR / "README.md", COUNTS_MARK,
+                      "Styles requests")
 
 
 if __name__ == "__main__":

@@ -101,8 +101,8 @@ def test_no_query_contains_a_ground_truth_skill_name(shared_corpus):
     assert leaks == {}
 
 
-REVIEW_KEYS = ["id", "writer", "writer_gt_groups", "reviewer", "reviewer_gt_groups", "reviewer_confidence", "resolution",
-               "why"]
+REVIEW_KEYS = ["id", "writer", "writer_gt_groups", "reviewer", "reviewer_gt_groups", "reviewer_confidence",
+               "resolution", "why"]
 
 
 def test_the_blind_second_pass_reads_every_request_once_and_its_verdicts_follow_the_rule(shared_corpus):

@@ -105,14 +105,16 @@ def route_by_parts(engine: Engine, queries: list[str], top_k: int = 20, cap: int
         out.update(zip(whole_only, route_whole([queries[i] for i in whole_only])))
     texts = [t for i, parts in split.items() for t in (queries[i], *parts)]
     scores = pipeline.scores(pool, texts, pipeline.fusion.signals, checkpoint)
-    fused = iter(zip(pipeline.fused(pool, texts, scores, checkpoint), range(len(texts))))
+    fused = pipeline.fused(pool, texts, scores, checkpoint)
     abstention = pipeline.fitted.abstention
+    row = 0  # the whole request's row in ``texts``; its parts' rows follow it
     for i, parts in split.items():
-        whole, row = next(fused)
-        merged = _merged(pipeline, queries[i], whole, [next(fused)[0] for _ in parts], top_k, cap, candidates, pool,
-                         most, part_probability)
+        whole = fused[row]
+        merged = _merged(pipeline, queries[i], whole, fused[row + 1:row + 1 + len(parts)], top_k, cap, candidates,
+                         pool, most, part_probability)
         out[i] = (abstention.apply([queries[i]], [whole], [merged], pool, scores[DESCRIPTION_READING][[row]])[0]
                   if abstention else merged)
+        row += 1 + len(parts)
     return [out[i] for i in range(len(queries))]
 
 

@@ -15,6 +15,7 @@ from skill_assets.lib.retrieval.defaults import default_engine
 from skill_assets.lib.retrieval.document_cache import IndexStats
 from skill_assets.lib.retrieval.engine import Engine
 from skill_assets.lib.retrieval.engine_config import EngineSettings
+from skill_assets.lib.retrieval.give_way import answering
 from skill_assets.lib.retrieval.part_routing import route_as_user
 from skill_assets.lib.retrieval.pool_index import IndexBuild
 from skill_assets.lib.retrieval.pools import Skill, load_pool
@@ -46,8 +47,10 @@ class Router:
     def route(self, queries: list[str], top_k: int = 20, rerank_depth: int = 20, use_reranker: bool = True,
               cap: int | None = None, checkpoint: Callable[[], None] = lambda: None) -> list[RoutedRequest]:
         """``Engine.route``, except that a long task statement of several need parts is routed whole and part by
-        part and merged (``part_routing.route_as_user``)."""
-        return route_as_user(self.engine, queries, top_k, rerank_depth, use_reranker, cap, checkpoint)
+        part and merged (``part_routing.route_as_user``). A re-index running beside it (``serve --watch``) gives way
+        to it meanwhile (``give_way``)."""
+        with answering():
+            return route_as_user(self.engine, queries, top_k, rerank_depth, use_reranker, cap, checkpoint)
 
     # ---- the index (``Engine``): built, rebuilt as the pool changes (``watch``)
     def index(self, skills: list[Skill]) -> IndexStats:

@@ -36,6 +36,7 @@ import stat
 import threading
 from collections import Counter
 from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 from pathlib import Path, PurePosixPath
 from typing import Any, TypeVar
 
@@ -56,6 +57,7 @@ from skill_assets.lib.core.skill_files import (
     read_skill_bytes,
     walk_skill_paths,
 )
+from skill_assets.lib.retrieval.give_way import answering
 from skill_assets.lib.retrieval.pools import Skill
 from skill_assets.router.routing import Router
 from skill_assets.router.watch import PoolWatcher
@@ -420,12 +422,15 @@ class ClientWatch:
             await disconnected.wait()
             return {"type": "http.disconnect"}
 
-        async with anyio.create_task_group() as watching:
-            watching.start_soon(watch)
-            try:
-                await self.app(scope, app_receive, send)
-            finally:
-                watching.cancel_scope.cancel()
+        # a POST is a call (a GET holds a session's event stream open): a re-index gives way to it until its
+        # response is sent, reading and writing the message included (``give_way``)
+        with answering() if scope["method"] == "POST" else nullcontext():
+            async with anyio.create_task_group() as watching:
+                watching.start_soon(watch)
+                try:
+                    await self.app(scope, app_receive, send)
+                finally:
+                    watching.cancel_scope.cancel()
 
     async def _body(self, scope: Scope, receive: Receive, send: Send) -> bytes | None:
         """The whole request body; None once it is refused (413 with the reason) or its client left mid-body."""

@@ -11,7 +11,8 @@ content-keyed cache encodes only skills whose text changed. Routing reads the pu
 call and the engine keeps the full index it replaces published until the new full one is built, so answers go on,
 with every signal, over the old pool until the new one replaces it in one assignment. A reload shares the
 interpreter with the answers, so what it must do over the whole pool is kept to whole-array steps and look-ups of
-what the last reload computed; before it follows the pool the thread loads the document encoder and reads the pool
+what the last reload computed, and its loops over the pool give way to the answers in flight (``give_way``): an answer
+made beside a re-index takes its Python steps at nearly its quiet speed, the re-index taking longer instead; before it follows the pool the thread loads the document encoder and reads the pool
 once, work the first reload would otherwise do beside the answers, and moves what the server holds then out of the
 garbage collector's walks (``keep_out_of_collections``), which a reload's new objects would otherwise set off.
 
@@ -31,6 +32,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from skill_assets.lib.core.skill_files import FolderReject, walk_skill_paths
+from skill_assets.lib.retrieval.give_way import gently
 from skill_assets.lib.retrieval.pool_index import IndexBuild
 from skill_assets.lib.retrieval.pool_manifest import Kept, ParsedFiles, PoolManifest, Walk
 from skill_assets.lib.retrieval.pools import PoolLoad, Rejected, Skill, load_pools
@@ -64,11 +66,11 @@ def snapshot(roots: Sequence[str | Path], walks: dict[str, Walk] | None = None) 
         root = Path(root).expanduser()
         try:
             folder = not root.is_file()
-            entries = list(walk_skill_paths(root)) if folder else [root]
+            entries = list(gently(walk_skill_paths(root))) if folder else [root]
         except OSError:
             continue  # a root that cannot be listed now: the reload says why
         walk: Walk = []
-        for path in entries:
+        for path in gently(entries):
             st = None
             if not isinstance(path, FolderReject):
                 try:
@@ -191,10 +193,10 @@ class PoolWatcher:
         if not skills:
             self.log("watch: the pool has no valid skills now; the last indexed pool stays served")
             return False
-        new = {s.id: s for s in skills}
-        added = sum(sid not in old for sid in new)
-        changed = sum(sid in old and old[sid] != s for sid, s in new.items())
-        removed = sum(sid not in new for sid in old)
+        new = {s.id: s for s in gently(skills)}
+        added = sum(sid not in old for sid in gently(new))
+        changed = sum(sid in old and old[sid] != s for sid, s in gently(new.items()))
+        removed = sum(sid not in new for sid in gently(old))
         self._build = self.router.start_index(skills)
         try:
             stats = self._build.wait()
@@ -229,7 +231,7 @@ class PoolWatcher:
     def _kept(self, skills: list[Skill], rejected: Sequence[Rejected]) -> list[Skill]:
         """The skills routed now whose file the reload rejected: each keeps its last good version (unless a new
         skill took its id meanwhile). Logs each newly rejected file with its reason once."""
-        routed = {s.source: s for s in self.router.skills}
+        routed = {s.source: s for s in gently(self.router.skills)}
         taken = {s.id for s in skills}
         kept = []
         for entry in rejected:

@@ -24,6 +24,7 @@ import anyio
 import pytest
 from mcp import Client
 
+from skill_assets.lib.retrieval import give_way
 from skill_assets.lib.retrieval.pools import load_pool
 from skill_assets.lib.retrieval.results import RankedSkill, RoutedRequest
 from skill_assets.router import serve as serve_module
@@ -291,6 +292,23 @@ def test_http_calls_whose_clients_close_the_connection_stop_and_queued_ones_neve
         assert stops() == 3, [r.getMessage() for r in caplog.records]
         assert router.stopped.is_set() and router.stages_run == 1  # stopped mid-stage 1, with no release
         assert router.calls == 1  # the queued calls never started
+
+
+def test_an_http_call_is_an_answer_in_flight_until_its_response_is_sent():
+    """A re-index gives way to a call from the moment its POST arrives until its response is sent (``give_way``):
+    the stand-in router marks nothing itself, so what is in flight while it holds the call is the HTTP request."""
+    router = HeldRouter()
+    with http_server(router) as port:
+        session = _open_session(port)
+        assert give_way.answers._in_flight == 0  # the session's own POSTs are answered and over
+        answered: list[int] = []
+        caller = threading.Thread(target=lambda: answered.append(_post(port, _call_body("docker"), session)[0]))
+        caller.start()
+        assert router.started.wait(60)
+        held = give_way.answers._in_flight
+        router.go.set()
+        caller.join(60)
+    assert held == 1 and answered == [200] and give_way.answers._in_flight == 0
 
 
 @pytest.mark.parametrize(("characters", "routed"), [(MAX_QUERY_CHARS - 1, True), (MAX_QUERY_CHARS + 1, False)])

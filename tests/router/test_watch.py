@@ -22,7 +22,7 @@ from mcp import Client
 
 from skill_assets.lib.models.bundled_models import bundled_minilm
 from skill_assets.lib.core import skill_files
-from skill_assets.lib.retrieval import lexical, pool_manifest, pools, signals
+from skill_assets.lib.retrieval import give_way, lexical, pool_manifest, pools, signals
 from skill_assets.lib.retrieval.lexical import LexicalIndex
 from skill_assets.lib.retrieval.pool_manifest import PoolManifest
 from skill_assets.lib.retrieval.pools import load_pool
@@ -207,6 +207,33 @@ def test_the_background_thread_picks_up_a_new_skill(served):
     assert gc.get_freeze_count() > 0
     watcher.stop()
     assert gc.get_freeze_count() == 0
+
+
+def test_a_reload_gives_way_to_an_answer_in_flight_and_goes_on_once_it_ends(served_hybrid, monkeypatch):
+    """A reload started while a real answer is being made waits at its first step (``give_way``: the wait bound is
+    set far beyond the hang guard, so only the answer's end can let it go), and finishes once the answer ends."""
+    router, watcher, pool, _ = served_hybrid
+    monkeypatch.setattr(give_way, "WAIT_SECONDS", 10 * HANG_GUARD_S)
+    write_skill(pool, "sourdough", "sourdough", "Feed a sourdough starter and bake bread with it.",
+                "Feed the starter flour and water daily; bake the loaf once it doubles.")
+    outcome: list[bool] = []
+    reloading = threading.Thread(target=lambda: outcome.append(watcher.reload()))
+    unfinished: list[bool] = []  # at each of the answer's checkpoints: the reload has not finished
+
+    def midway() -> None:  # the answer's first checkpoint starts the reload and sees it wait for the answer
+        if reloading.ident is None:
+            reloading.start()
+            deadline = time.monotonic() + HANG_GUARD_S
+            while not give_way.answers._idle._waiters:
+                assert time.monotonic() < deadline, "the reload never gave way"
+                time.sleep(0.01)
+        unfinished.append(not outcome)
+
+    (during,) = router.route([SOURDOUGH], top_k=3, checkpoint=midway)
+    assert len(unfinished) > 1 and all(unfinished)
+    assert "sourdough" not in [r.skill_id for r in during.ranking]
+    reloading.join(HANG_GUARD_S)
+    assert outcome == [True] and top(router, SOURDOUGH) == "sourdough"
 
 
 def test_a_reindex_answers_over_the_old_full_index_until_the_new_one_is_published(served_hybrid, monkeypatch):

@@ -29,6 +29,7 @@ from skill_assets.lib.common.hashing import digest
 from skill_assets.lib.retrieval.dense import DenseIndex
 from skill_assets.lib.retrieval.document_cache import IndexStats
 from skill_assets.lib.retrieval.encoding import encode_side_by_side
+from skill_assets.lib.retrieval.give_way import gently
 from skill_assets.lib.retrieval.lexical import DocumentTokens, LexicalIndex
 from skill_assets.lib.retrieval.multilingual import MultilingualEncoder, MultilingualIndex, MultilingualRead
 from skill_assets.lib.retrieval.pool_index import ENCODERS, IndexBuild, IndexStopped, PoolIndex
@@ -161,7 +162,7 @@ class IndexBuilder:
         kept for the next build (only this pool's, so a skill edited away is not held)."""
         last, kept = self._lexical_values, {}
         out = []
-        for s in skills:
+        for s in gently(skills):
             text = skill_text(s)
             values = kept.get(text) or last.get(text) or LexicalValues.of(s)
             kept[text] = values
@@ -218,8 +219,8 @@ class IndexBuilder:
         multilingual = "multilingual" in self.signals
         if last is None or last.dense is None or (multilingual and last.multilingual is None):
             return self._encode_documents(skills, shard_size, checkpoint)
-        last_row = {skill_text(s): i for i, s in enumerate(last.skills)}
-        rows = [last_row.get(skill_text(s)) for s in skills]
+        last_row = {skill_text(s): i for i, s in enumerate(gently(last.skills))}
+        rows = [last_row.get(skill_text(s)) for s in gently(skills)]
         new = [i for i, row in enumerate(rows) if row is None]
         kept = [i for i, row in enumerate(rows) if row is not None]
         kept_from = [rows[i] for i in kept]

@@ -19,6 +19,7 @@ import numpy as np
 
 from skill_assets.lib.common.cache_files import atomic_output, discard_damaged, keep_newest
 from skill_assets.lib.common.hashing import digest
+from skill_assets.lib.retrieval.give_way import gently
 
 #: Chinese runs become character bigrams, English stopwords (bm25s' 33)
 #: are dropped. Measured on the provisional curated train + dev requests over the shared corpus:
@@ -108,11 +109,11 @@ class TermColumns:
         kept where its digest comes in the same order as here (a reordered or repeated one is treated as removed and
         added again: more work, the same matrix)."""
         rows_of: dict[str, list[int]] = {}
-        for row, key in enumerate(self.keys):
+        for row, key in enumerate(gently(self.keys)):
             rows_of.setdefault(key, []).append(row)
         moved = np.full(len(self.keys), -1, dtype=np.int64)
         added, taken, last = [], {}, -1
-        for row, key in enumerate(keys):
+        for row, key in enumerate(gently(keys)):
             old, i = rows_of.get(key), taken.get(key, 0)
             if old is not None and i < len(old) and old[i] > last:
                 moved[old[i]], taken[key], last = row, i + 1, old[i]
@@ -139,7 +140,7 @@ class DocumentTokens:
         """Each document's token ids: the kept ones, the rest tokenized now."""
         vocab, kept = self.vocab, {}
         out = []
-        for document, key in zip(documents, digests):
+        for document, key in gently(zip(documents, digests)):
             ids = kept.get(key) or self._ids.get(key)
             if ids is None:
                 ids = [vocab.setdefault(tok, len(vocab)) for tok in lexical_tokens(document)]
@@ -241,7 +242,7 @@ def _index_by_counts(retriever, tokens: DocumentTokens, digests: list[str], ids:
     n_docs, n_vocab = len(ids), len(tokens.vocab)
     columns, cols = tokens.columns.updated(digests, tokens.counts, n_vocab)
     tokens.columns = columns
-    lengths = np.array([len(doc) for doc in ids])
+    lengths = np.array([len(doc) for doc in gently(ids)])
     df = np.diff(columns.indptr)  # a document holds a term once in its column
     # idf by distinct document frequency, with bm25s' own scalar function (the same floats as its per-token loop)
     distinct, which = np.unique(df, return_inverse=True)

@@ -35,6 +35,7 @@ from skill_assets.lib.core.frontmatter import ParsedSkill, SkillParseError
 from skill_assets.lib.common.hashing import normalise_name
 from skill_assets.lib.common.jsonl import JsonlError, capped_lines, parse_json_object
 from skill_assets.lib.core.skill_files import FolderReject, read_skill
+from skill_assets.lib.retrieval.give_way import gently
 from skill_assets.lib.retrieval.pool_manifest import ManifestStats, ParsedFiles, PoolManifest, walked_now
 
 SKILL_FILENAME = "SKILL.md"
@@ -142,7 +143,7 @@ def _load_dir(root: Path, max_file_bytes: int, manifest: ParsedFiles | None) -> 
     ids = _Ids()
     prefix = str(root) if str(root).endswith(os.sep) else str(root) + os.sep
     shown_from = len(prefix) if str(root) == "." else 0  # a file under "." is shown as pathlib shows it: a/SKILL.md
-    for entry, st in manifest.walk(root) if manifest is not None else walked_now(root):
+    for entry, st in gently(manifest.walk(root) if manifest is not None else walked_now(root)):
         if isinstance(entry, FolderReject):
             out.rejected.append(Rejected(str(entry.path), entry.code, entry.message))
             continue
@@ -262,7 +263,7 @@ def load_pools(paths: Sequence[str | Path], max_file_bytes: int = DEFAULT_MAX_FI
         out.files.unchanged += load.files.unchanged
         out.files.parsed += load.files.parsed
         kept_here = []
-        for skill in load.skills:
+        for skill in gently(load.skills):
             if (kept := owner.get(normalise_name(skill.name))) is not None:
                 out.shadowed.append(Shadowed(skill, kept))
                 continue

@@ -16,6 +16,7 @@ from skill_assets.lib.common.language import DIRECTIONS, count_length, detect_la
 from skill_assets.lib.evaluation.curated_benchmark import CURATED_DIR, load_requests, split_skills
 from skill_assets.lib.generation.query_audit import leaked_names
 from skill_assets.lib.retrieval.pools import load_pool
+from skill_assets.lib.review.agreement import blind_pass_agrees
 
 STYLES_DIR = CURATED_DIR.parent / "styles"
 STYLES = ("terse", "vague", "pasted_error", "other_language", "casual")
@@ -121,6 +122,5 @@ def test_the_blind_second_pass_reads_every_request_once_and_its_verdicts_follow_
         assert row["reviewer_confidence"] in ("high", "medium", "low"), row["id"]
         picked = {s for g in row["reviewer_gt_groups"] for s in g}
         assert picked and picked <= set(names), row["id"]
-        picked_names = {names[s] for s in picked}
-        agreed = all(set(g) & picked or {names.get(s) for s in g} & picked_names for g in request["gt_groups"])
+        agreed = blind_pass_agrees(request["gt_groups"], row["reviewer_gt_groups"], names)
         assert row["resolution"] == ("agreed" if agreed else "disputed") == request["review_status"], row["id"]

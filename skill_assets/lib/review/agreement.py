@@ -156,3 +156,12 @@ def latest_items(rows: list[dict]) -> dict[str, dict]:
         if r["scope"] == "item" and (r["item_id"] not in latest or r["round"] > latest[r["item_id"]]["round"]):
             latest[r["item_id"]] = r
     return latest
+
+
+def blind_pass_agrees(writer_groups: list[list[str]], reader_groups: list[list[str]], name_of: dict[str, str]) -> bool:
+    """A blind second reading's verdict on one hand-labelled request: whether every group the writer labelled holds
+    one of the skills the reader named from the request alone, or a skill of the same normalised name (``name_of``:
+    each corpus skill's ``normalise_name``d name), since a same-name copy serves the request as well."""
+    picked = {sid for group in reader_groups for sid in group}
+    picked_names = {name_of[sid] for sid in picked if sid in name_of}
+    return all(set(group) & picked or {name_of.get(sid) for sid in group} & picked_names for group in writer_groups)

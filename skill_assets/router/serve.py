@@ -422,8 +422,8 @@ class ClientWatch:
             await disconnected.wait()
             return {"type": "http.disconnect"}
 
-        # a POST is a call (a GET holds a session's event stream open): a re-index gives way to it until its
-        # response is sent, reading and writing the message included (``give_way``)
+        # a POST is a call (a GET holds a session's event stream open): a re-index gives way to it from its body's
+        # arrival until its handling ends, the response and what the SDK does after sending it included (``give_way``)
         with answering() if scope["method"] == "POST" else nullcontext():
             async with anyio.create_task_group() as watching:
                 watching.start_soon(watch)

@@ -12,9 +12,10 @@ call and the engine keeps the full index it replaces published until the new ful
 with every signal, over the old pool until the new one replaces it in one assignment. A reload shares the
 interpreter with the answers, so what it must do over the whole pool is kept to whole-array steps and look-ups of
 what the last reload computed, and its loops over the pool give way to the answers in flight (``give_way``): an answer
-made beside a re-index takes its Python steps at nearly its quiet speed, the re-index taking longer instead; before it follows the pool the thread loads the document encoder and reads the pool
-once, work the first reload would otherwise do beside the answers, and moves what the server holds then out of the
-garbage collector's walks (``keep_out_of_collections``), which a reload's new objects would otherwise set off.
+made beside a re-index takes its Python steps at nearly its quiet speed, the re-index taking longer instead; before
+it follows the pool the thread loads the document encoder and reads the pool once, work the first reload would
+otherwise do beside the answers, and moves what the server holds then out of the garbage collector's walks
+(``keep_out_of_collections``), which a reload's new objects would otherwise set off.
 
 A skill whose new text is rejected (front matter removed, unparseable) is not dropped: the version last indexed
 stays routed and one line names the file and the reason, so a half-finished edit never takes a skill away. A

@@ -109,4 +109,3 @@ def test_the_blind_second_reading_decides_which_requests_train(shared_corpus, mo
     monkeypatch.setattr(builder, "STYLES_DIR", tmp_path)
     with pytest.raises(SystemExit, match="where the rule gives 'agreed'"):
         builder.second_reading([{"id": r["id"], "gt_groups": r["writer_gt_groups"]} for r in review], names)
-

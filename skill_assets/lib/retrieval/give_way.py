@@ -2,13 +2,13 @@
 
 ``serve --watch`` re-indexes a changed pool in the process that answers. Most of a re-index over 10,000 skills is
 pure-Python steps over the whole pool (reading the kept parse outcomes, each skill's lexical values, the BM25 layout,
-the dense rows to keep), and the interpreter's lock is shared evenly between threads that want it: an answer made
-beside them took its Python steps at half speed and waited for the lock after each encoder step that released it
-(measured: p95 2.6× the quiet p95 on a 10,000-skill pool). The interpreter has no thread priorities, so the
-re-index yields of its own accord: its loops run through ``gently``, which, between steps of ``STEP_ITEMS`` items,
-waits while an answer is in flight (``answering``), for at most ``WAIT_SECONDS``, so a stream of answers slows a
-re-index down but never stops it. A thread that is answering never waits (part of an answer may run such a loop),
-and with no answer in flight a step costs one attribute read.
+the dense rows to keep), and the interpreter's lock is shared evenly between threads that want it: an answer made beside
+them took its Python steps at half speed and waited for the lock after each encoder step that released it (measured in
+one process: p95 2.71× the quiet p95 on a 10,000-skill pool). The interpreter has no thread priorities, so the re-index
+yields of its own accord: its loops run through ``gently``, which, between steps of ``STEP_ITEMS`` items, waits while an
+answer is in flight (``answering``), for at most ``WAIT_SECONDS``, so a stream of answers slows a re-index down but
+never stops it. A thread that is answering never waits (part of an answer may run such a loop), and with no answer in
+flight a step costs one attribute read.
 """
 from __future__ import annotations
 
@@ -55,7 +55,7 @@ class Answers:
 
     def give_way(self) -> bool:
         """Wait, at most ``WAIT_SECONDS``, until no answer is in flight; never in a thread that is answering. Returns
-        whether it waited."""
+        whether an answer was in flight when it looked."""
         if not self._in_flight or getattr(self._local, "depth", 0):
             return False
         with self._idle:

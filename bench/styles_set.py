@@ -16,7 +16,6 @@ reading (``train_review.jsonl``) disputes is left out too, and every kept one ca
 """
 from __future__ import annotations
 
-import json
 from collections import Counter
 from pathlib import Path
 
@@ -24,6 +23,7 @@ from request_splits import (assign_splits, build_main, copy_groups, curated_reco
                             split_table, written)
 
 from skill_assets.lib.common.hashing import normalise_name
+from skill_assets.lib.common.jsonl import json_objects
 from skill_assets.lib.evaluation.curated_benchmark import LONG_TASK_MAX_GROUPS, LONG_TASK_REQUESTS, load_requests
 from skill_assets.lib.retrieval.pools import load_pool
 from skill_assets.lib.review.agreement import blind_pass_agrees
@@ -74,12 +74,12 @@ def second_reading(train: list[dict], name_of: dict[str, str]) -> dict[str, str]
     not the one the set holds, is an error, since it was read against another label."""
     labels = {r["id"]: r["gt_groups"] for r in train}
     verdicts = {}
-    for row in map(json.loads, filter(str.strip, (STYLES_DIR / REVIEW_FILE).read_text(encoding="utf-8").splitlines())):
+    for where, row in json_objects(STYLES_DIR / REVIEW_FILE):
         if row["id"] not in labels:
             continue  # a request the set leaves out before the reading (held out): its row is kept, unused
         verdict = "agreed" if blind_pass_agrees(labels[row["id"]], row["reviewer_gt_groups"], name_of) else "disputed"
         if row["writer_gt_groups"] != labels[row["id"]] or row["resolution"] != verdict:
-            raise SystemExit(f"{REVIEW_FILE}: {row['id']} was read against another label or says {row['resolution']!r} "
+            raise SystemExit(f"{where}: {row['id']} was read against another label or says {row['resolution']!r} "
                              f"where the rule gives {verdict!r}")
         verdicts[row["id"]] = verdict
     return verdicts

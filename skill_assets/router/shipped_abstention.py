@@ -42,6 +42,7 @@ from skill_assets.lib.retrieval.abstention import (
     fusion_digest,
     recipe_hash,
     request_features,
+    unnamed_description_cosines,
 )
 from skill_assets.lib.retrieval.defaults import SHIPPED_DIR, shipped_embedder, shipped_router
 from skill_assets.lib.retrieval.engine import Engine
@@ -101,11 +102,13 @@ def score(engine: Engine, queries: list[str], groups: Sequence[Sequence[Sequence
     cands = engine.candidates(queries, scores=scores)
     rankings = ranked(engine.fusion, cands, engine.ids)
     first = [int(engine.fusion.rank(c)[0][0]) for c in cands]  # the fused first skill's position in its candidates
-    descriptions = description_cosines(scores[DESCRIPTION_READING], [int(c.rows[i]) for c, i in zip(cands, first)])
+    rows = [int(c.rows[i]) for c, i in zip(cands, first)]
+    descriptions = description_cosines(scores[DESCRIPTION_READING], rows)
+    unnamed = unnamed_description_cosines(queries, rows, engine.pool, descriptions)
     f1 = [set_scores(engine.selection.select(r, engine.similarity, q), g)[1] if g else 0.0
           for r, q, g in zip(rankings, queries, groups or [()] * len(queries))]
-    features = [request_features(q, c, engine.fusion.signals, len(engine.ids), i, float(d))
-                for q, c, i, d in zip(queries, cands, first, descriptions)]
+    features = [request_features(q, c, engine.fusion.signals, len(engine.ids), i, float(d), float(u))
+                for q, c, i, d, u in zip(queries, cands, first, descriptions, unnamed)]
     return Scored(np.array(features), rankings, np.array(f1))
 
 

@@ -27,6 +27,8 @@ from skill_assets.lib.retrieval.abstention import (  # noqa: E402
     fusion_digest,
     recipe_hash,
     request_features,
+    unnamed_description_cosines,
+    without_name,
 )
 from skill_assets.lib.retrieval.defaults import SHIPPED_DIR, shipped_router  # noqa: E402
 from skill_assets.lib.retrieval.fusion import MODEL_FILE, Candidates  # noqa: E402
@@ -213,20 +215,57 @@ def test_the_threshold_is_the_lowest_within_the_f1_budget():
 
 def test_the_features_are_the_signals_best_and_first_skill_scores_in_one_block_per_request_language():
     assert feature_names(("bm25", "dense")) == [
-        "en:bm25:best", "en:dense:best", "en:bm25:first", "en:dense:first", "en:first_description", "en:latin_share",
-        "zh:bm25:best", "zh:dense:best", "zh:bm25:first", "zh:dense:first", "zh:first_description", "zh:latin_share",
-        "query_zh"]
+        "en:bm25:best", "en:dense:best", "en:bm25:first", "en:dense:first", "en:first_description",
+        "en:first_description_without_name", "en:latin_share",
+        "zh:bm25:best", "zh:dense:best", "zh:bm25:first", "zh:dense:first", "zh:first_description",
+        "zh:first_description_without_name", "zh:latin_share", "query_zh"]
     raw = np.array([[12.0, 0.5], [3.0, 0.7]], dtype=np.float32)
     cands = Candidates(np.array([0, 1]), np.zeros((2, 1), np.float32), np.zeros(2, np.int64), False, raw)
-    x = request_features("fix my docker network", cands, ("bm25", "dense"), pool_size=100, first=0, description=0.3)
+    x = request_features("fix my docker network", cands, ("bm25", "dense"), pool_size=100, first=0, description=0.3,
+                         unnamed=0.2)
     bm25 = 12.0 / np.log(101)  # BM25 per ln(1 + pool)
-    assert x == pytest.approx([bm25, 0.7, bm25, 0.5, 0.3, 1.0, 0, 0, 0, 0, 0, 0, 0], rel=1e-6)
+    assert x == pytest.approx([bm25, 0.7, bm25, 0.5, 0.3, 0.2, 1.0, 0, 0, 0, 0, 0, 0, 0, 0], rel=1e-6)
     # the fused first skill need not be any signal's best: the second candidate first reads its own scores
-    assert request_features("fix my docker network", cands, ("bm25", "dense"), 100, 1, 0.3)[2:4] == pytest.approx(
-        [3.0 / np.log(101), 0.7], rel=1e-6)
-    zh = request_features("修复网络", replace(cands, query_zh=True), ("bm25", "dense"), 100, 0, 0.3)
-    assert zh[:6].tolist() == [0.0] * 6 and zh[-1] == 1.0 and zh[7] == pytest.approx(0.7)
-    assert zh[10] == pytest.approx(0.3)
+    assert request_features("fix my docker network", cands, ("bm25", "dense"), 100, 1, 0.3, 0.2)[2:4] == \
+        pytest.approx([3.0 / np.log(101), 0.7], rel=1e-6)
+    zh = request_features("修复网络", replace(cands, query_zh=True), ("bm25", "dense"), 100, 0, 0.3, 0.2)
+    assert zh[:7].tolist() == [0.0] * 7 and zh[-1] == 1.0 and zh[8] == pytest.approx(0.7)
+    assert zh[11:13] == pytest.approx([0.3, 0.2])
+
+
+@pytest.mark.parametrize(("query", "name", "left"), [
+    ("Is Telegram actually end-to-end encrypted?", "telegram-offline-voice", "Is actually end-to-end encrypted?"),
+    ("Cloudflare's wall of lava lamps", "oo-cloudflare-worker", "wall of lava lamps"),  # possessive
+    ("two telegrams, one telegram-bot", "telegram", "two , one -bot"),  # plural; a hyphen splits words
+    ("go to the AI meetup", "go-ai-helper", "go to the AI meetup"),  # words under three letters stay
+    ("the pdf invoice for Acme", "the-pdf-invoice", "the for Acme"),  # the name's stopwords stay
+    ("微信读书的会员值不值得买", "微信读书助手", "的会员值不值得买"),  # overlapping bigrams go as one run
+    ("Python 二级证书有用吗", "python-pro", "二级证书有用吗"),
+    ("telegram", "telegram", ""),  # nothing left
+])
+def test_the_words_of_the_first_skills_name_are_taken_out_of_the_request(query, name, left):
+    assert without_name(query, name) == left
+
+
+def test_a_near_miss_keeps_no_description_cosine_without_the_name_a_request_the_skill_serves_keeps_some(shipped):
+    """Through the real USE index of the shipped router over the toy pool: requests naming the skill's tools but
+    asking something else of them (a licence, a company, which tool to learn) keep nothing of their description
+    cosine once the name's words are out; requests for what the skill does keep a clear cosine. Where nothing is
+    taken out, or nothing is left, the cosine is the whole request's."""
+    router, _ = shipped
+    pool = router.engine.pool
+    row = pool.row_of["devops/docker-compose-networking"]
+    near = ["is docker the company still independent, and who owns it now?",
+            "is Docker Desktop free for a company of 300 people or do we need a paid licence?",
+            "docker compose or kubernetes, which should a beginner learn first?"]
+    serves = ["my docker compose services cannot reach each other by name",
+              "the api container can't resolve the db hostname in docker compose"]
+    unchanged = ["my containers cannot reach each other by their service names", "docker compose networking"]
+    queries = near + serves + unchanged
+    described = description_cosines(pool.multilingual.readings(queries).description, [row] * len(queries))
+    unnamed = unnamed_description_cosines(queries, [row] * len(queries), pool, described)
+    assert unnamed[:3].max() < 0.05 and unnamed[3:5].min() > unnamed[:3].max() + 0.08, (described, unnamed)
+    assert unnamed[5:] == pytest.approx(described[5:])
 
 
 def _index(encoder, skills: list[Skill]) -> MultilingualIndex:

@@ -256,7 +256,7 @@ def test_a_near_miss_keeps_no_description_cosine_without_the_name_a_request_the_
     pool = router.engine.pool
     row = pool.row_of["devops/docker-compose-networking"]
     near = ["is docker the company still independent, and who owns it now?",
-            "is Docker Desktop free for a company of 300 people or do we need a paid licence?",
+            "does docker the company sponsor any developer conferences in europe this year?",
             "docker compose or kubernetes, which should a beginner learn first?"]
     serves = ["my docker compose services cannot reach each other by name",
               "the api container can't resolve the db hostname in docker compose"]

@@ -34,6 +34,7 @@ from skill_assets.lib.retrieval.defaults import SHIPPED_DIR, shipped_router  # n
 from skill_assets.lib.retrieval.fusion import MODEL_FILE, Candidates  # noqa: E402
 from skill_assets.lib.retrieval.model_files import ModelFileError  # noqa: E402
 from skill_assets.lib.retrieval.multilingual import MultilingualEncoder, MultilingualIndex  # noqa: E402
+from skill_assets.lib.retrieval.pool_index import PoolIndex  # noqa: E402
 from skill_assets.lib.retrieval.signals import multilingual_description, multilingual_document  # noqa: E402
 from skill_assets.lib.retrieval.task_parts import task_parts  # noqa: E402
 from skill_assets.router import Router, Skill  # noqa: E402
@@ -236,36 +237,54 @@ def test_the_features_are_the_signals_best_and_first_skill_scores_in_one_block_p
 @pytest.mark.parametrize(("query", "name", "left"), [
     ("Is Telegram actually end-to-end encrypted?", "telegram-offline-voice", "Is actually end-to-end encrypted?"),
     ("Cloudflare's wall of lava lamps", "oo-cloudflare-worker", "wall of lava lamps"),  # possessive
-    ("two telegrams, one telegram-bot", "telegram", "two , one -bot"),  # plural; a hyphen splits words
-    ("go to the AI meetup", "go-ai-helper", "go to the AI meetup"),  # words under three letters stay
+    ("Cloudflare\u2019s wall", "cloudflare", "wall"),  # a typographic apostrophe
+    ("two telegrams, one telegram-bot", "telegram", "two, one-bot"),  # plural; a hyphen splits words
+    ("用Telegram发消息", "telegram", "用发消息"),  # Chinese runs on without spaces
     ("the pdf invoice for Acme", "the-pdf-invoice", "the for Acme"),  # the name's stopwords stay
     ("微信读书的会员值不值得买", "微信读书助手", "的会员值不值得买"),  # overlapping bigrams go as one run
     ("Python 二级证书有用吗", "python-pro", "二级证书有用吗"),
+    ("书店里的书店", "书 书店", "里的"),  # the longest first, whatever order a set iterates in
     ("telegram", "telegram", ""),  # nothing left
 ])
 def test_the_words_of_the_first_skills_name_are_taken_out_of_the_request(query, name, left):
-    assert without_name(query, name) == left
+    assert without_name(query, name) == (left, True)
 
 
-def test_a_near_miss_keeps_no_description_cosine_without_the_name_a_request_the_skill_serves_keeps_some(shipped):
-    """Through the real USE index of the shipped router over the toy pool: requests naming the skill's tools but
-    asking something else of them (a licence, a company, which tool to learn) keep nothing of their description
-    cosine once the name's words are out; requests for what the skill does keep a clear cosine. Where nothing is
-    taken out, or nothing is left, the cosine is the whole request's."""
-    router, _ = shipped
-    pool = router.engine.pool
-    row = pool.row_of["devops/docker-compose-networking"]
-    near = ["is docker the company still independent, and who owns it now?",
-            "does docker the company sponsor any developer conferences in europe this year?",
-            "docker compose or kubernetes, which should a beginner learn first?"]
-    serves = ["my docker compose services cannot reach each other by name",
-              "the api container can't resolve the db hostname in docker compose"]
-    unchanged = ["my containers cannot reach each other by their service names", "docker compose networking"]
-    queries = near + serves + unchanged
-    described = description_cosines(pool.multilingual.readings(queries).description, [row] * len(queries))
-    unnamed = unnamed_description_cosines(queries, [row] * len(queries), pool, described)
-    assert unnamed[:3].max() < 0.05 and unnamed[3:5].min() > unnamed[:3].max() + 0.08, (described, unnamed)
-    assert unnamed[5:] == pytest.approx(described[5:])
+@pytest.mark.parametrize(("query", "name"), [
+    ("go to the AI meetup", "go-ai-helper"),  # words under three letters stay
+    ("my résumé, please", "résumé-builder"),  # "sum" is not cut out of a word of another script
+    ("line one\n\nline  two ", "telegram"),  # nothing taken out: the text as it came, spaces and all
+])
+def test_a_request_without_the_names_words_is_left_as_it_is(query, name):
+    assert without_name(query, name) == (query, False)
+
+
+def test_a_near_miss_keeps_no_description_cosine_without_the_name_a_request_the_skill_serves_keeps_some():
+    """Through the real USE encoder: requests naming the skill's tools but asking something else of them (a
+    company, a conference, which tool to learn) keep nothing of their description cosine once the name's words are
+    out; requests for what the skill does keep a clear cosine. The whole request's cosine is kept where no word is
+    taken out, where only punctuation is left, and for a skill with no description (its description reading is its
+    name). Changed and kept requests are interleaved over two skills, so each lands on its own row."""
+    docker = Skill("devops/docker-compose-networking", *SKILLS["devops/docker-compose-networking"])
+    telegram = Skill("chat/telegram-bot", "telegram-bot", "", "# Telegram bot\n\nSend messages through the Bot API.")
+    skills = [telegram, docker]
+    pool = PoolIndex(tuple(skills), np.zeros(2, dtype=bool), ["", ""],
+                     multilingual=_index(MultilingualEncoder(), skills))
+    queries = ["is docker the company still independent, and who owns it now?",  # near miss
+               "my containers cannot reach each other by their service names",  # no name word
+               "my docker compose services cannot reach each other by name",  # served
+               "is telegram end-to-end encrypted by default?",  # a skill with no description
+               "docker compose?",  # only punctuation left
+               "does docker the company sponsor any developer conferences in europe this year?",  # near miss
+               "the api container can't resolve the db hostname in docker compose",  # served
+               "docker compose or kubernetes, which should a beginner learn first?"]  # near miss
+    rows = [1, 1, 1, 0, 1, 1, 1, 1]
+    described = description_cosines(pool.multilingual.readings(queries).description, rows)
+    unnamed = unnamed_description_cosines(queries, rows, pool, described)
+    near, serves, kept = unnamed[[0, 5, 7]], unnamed[[2, 6]], [1, 3, 4]
+    assert near.max() < 0.05 and serves.min() > near.max() + 0.08, (described, unnamed)
+    assert unnamed[kept] == pytest.approx(described[kept])
+    assert all(unnamed[i] != pytest.approx(described[i]) for i in (0, 2, 5, 6, 7))
 
 
 def _index(encoder, skills: list[Skill]) -> MultilingualIndex:

@@ -60,7 +60,7 @@ if TYPE_CHECKING:
 
 ABSTENTION_FILE = "abstention.json"
 #: the file layout ``load`` reads; another is refused
-FORMAT = 2
+FORMAT = 1
 #: how much selected-set F1 on answerable dev requests the threshold may cost (the rule the card states)
 F1_BUDGET = 0.02
 #: the logistic regression's inverse regularisation over standardised features
@@ -119,41 +119,51 @@ def description_cosines(descriptions: np.ndarray, rows: Sequence[int]) -> np.nda
     return descriptions[np.arange(len(rows)), rows].astype(float)
 
 
-def without_name(query: str, name: str) -> str:
-    """``query`` with the words of a skill's ``name`` taken out: the name's tokens as BM25 reads them (words less
-    English stopwords, Chinese as character bigrams; ``lexical_tokens``) with the name's hyphens, underscores and dots
-    read as spaces, Latin ones of ``NAME_WORD_CHARS`` or more found as whole words (a plural or possessive ``s``
-    too), Chinese bigrams wherever they occur. What is left is what the request asks beyond naming the product or
-    platform the skill works with."""
+def without_name(query: str, name: str) -> tuple[str, bool]:
+    """(``query`` with the words of a skill's ``name`` taken out, whether any was): the name's tokens as BM25 reads
+    them (words less English stopwords, Chinese as character bigrams, a lone character as itself;
+    ``lexical_tokens``) with its hyphens, underscores and dots read as spaces; Latin ones of ``NAME_WORD_CHARS`` or
+    more found as whole words (not inside a longer word of any script but Chinese, which runs on without spaces; a
+    plural or possessive ``s`` too), Chinese ones wherever they occur, longest first. What is left is what the
+    request asks beyond naming the product or platform the skill works with. A Latin word goes with the space before
+    it, so no gap is left, and the request's lines and paragraphs (where a long one is cut into pieces) stay."""
     tokens = {t for t in lexical_tokens(re.sub(r"[-_.]+", " ", name)) if t != EMPTY_TOKEN}
-    latin = sorted((t for t in tokens if t.isascii() and len(t) >= NAME_WORD_CHARS), key=len, reverse=True)
-    cjk = [t for t in tokens if CJK_RUN.fullmatch(t)]
+    latin = sorted((t for t in tokens if t.isascii() and len(t) >= NAME_WORD_CHARS), key=lambda t: (-len(t), t))
+    cjk = sorted((t for t in tokens if not t.isascii()), key=lambda t: (-len(t), t))
     found = []
     if latin:
-        found.append(rf"(?<![A-Za-z0-9])(?:{'|'.join(map(re.escape, latin))})(?:'?s)?(?![A-Za-z0-9])")
+        word = r"[^\W\u4e00-\u9fff]"  # a letter or digit of a script written with spaces
+        found.append(rf"[ \t]?(?<!{word})(?:{'|'.join(map(re.escape, latin))})(?:['\u2019]?s)?(?!{word})")
     if cjk:
-        found.append("|".join(cjk))  # scanned left to right, so a run of overlapping bigrams goes whole
-    if found:
-        query = re.sub("|".join(found), " ", query, flags=re.IGNORECASE)
-    return re.sub(r"\s+", " ", query).strip()
+        found.append("|".join(cjk))
+    if not found:
+        return query, False
+    text, removed = re.subn("|".join(found), "", query, flags=re.IGNORECASE)
+    return (text.strip(), True) if removed else (query, False)
 
 
 def unnamed_description_cosines(queries: Sequence[str], rows: Sequence[int], pool: PoolIndex,
-                                described: np.ndarray) -> np.ndarray:
+                                described: np.ndarray, checkpoint: Callable[[], None] = lambda: None) -> np.ndarray:
     """Each request's multilingual cosine to the description of the pool skill at its row in ``rows``, read with
     the words of that skill's name taken out of the request (``without_name``); ``described``: the same cosines of
-    the whole requests (``description_cosines``), kept where nothing was taken out or nothing is left.
+    the whole requests (``description_cosines``), kept where no word was taken out, where no word is left, and for a
+    skill with no description (whose description reading is its name: without the name, nothing to compare).
+    ``checkpoint()`` runs before each group of pieces is encoded, as in the request's first encoding.
 
     A near miss shares the product or platform a skill works with and asks something else of it: whether Telegram
     is end-to-end encrypted, beside a skill that sends Telegram messages. The description cosine counts the shared
     name; without it, a request the skill serves still asks what its description says it does (send the message,
     schedule the post) and a near miss does not. Measured on dev as ``request_features``' docstring says."""
-    texts = [without_name(q, pool.skills[int(r)].name) for q, r in zip(queries, rows)]
     out = np.array(described, dtype=float)
-    changed = [i for i, (text, q) in enumerate(zip(texts, queries)) if text and text != q]
-    if changed:
-        read = pool.multilingual.readings([texts[i] for i in changed]).description
-        out[changed] = read[np.arange(len(changed)), [int(rows[i]) for i in changed]]
+    texts: dict[int, str] = {}
+    for i, (query, row) in enumerate(zip(queries, rows)):
+        skill = pool.skills[int(row)]
+        text, removed = without_name(query, skill.name)
+        if removed and skill.description.strip() and re.search(r"[^\W_]", text):
+            texts[i] = text
+    if texts:
+        read = pool.multilingual.readings(list(texts.values()), checkpoint).description
+        out[list(texts)] = read[np.arange(len(texts)), [int(rows[i]) for i in texts]]
     return out
 
 
@@ -271,13 +281,13 @@ class Abstention:
                 f"probability {p:.2f} >= {self.threshold:.2f}); the ranking lists the nearest skills")
 
     def apply(self, queries: Sequence[str], fused: Sequence[Fused], routed: list[RoutedRequest], pool: PoolIndex,
-              descriptions: np.ndarray) -> list[RoutedRequest]:
+              descriptions: np.ndarray, checkpoint: Callable[[], None] = lambda: None) -> list[RoutedRequest]:
         """``routed`` with ``selected`` emptied and the reason given where no skill fits; rankings unchanged.
         ``pool``: the index the requests were fused over; ``descriptions``: its multilingual description reading of
         the requests, (queries, pool) (``Pipeline.scores``)."""
         rows = [int(f.cands.rows[int(f.order[0])]) for f in fused]
         described = description_cosines(descriptions, rows)
-        unnamed = unnamed_description_cosines(queries, rows, pool, described)
+        unnamed = unnamed_description_cosines(queries, rows, pool, described, checkpoint)
         out = []
         for query, f, r, d, u in zip(queries, fused, routed, described, unnamed):
             why = self.reason(query, f, len(pool.ids), float(d), float(u))
@@ -307,7 +317,11 @@ class Abstention:
             raise ModelFileError(f"{path}: signals must include multilingual (its description reading is a feature)")
         names = feature_names(signals)
         if body.get("features") != names:
-            raise ModelFileError(f"{path}: fitted on other features than this code computes ({', '.join(names)})")
+            card = body.get("card")
+            data = card.get("data") if isinstance(card, dict) else None
+            rebuild = str(data.get("rebuild") if isinstance(data, dict) else "refit it")[:200]  # the card is data too
+            raise ModelFileError(f"{path}: fitted on other features than this code computes ({', '.join(names)}); "
+                                 f"refit it: {rebuild}")
         n = len(names)
         scale = number_list(path, "scale", body.get("scale"), n)
         if any(v <= 0 for v in scale):

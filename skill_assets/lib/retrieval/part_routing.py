@@ -106,15 +106,17 @@ def route_by_parts(engine: Engine, queries: list[str], top_k: int = 20, cap: int
     texts = [t for i, parts in split.items() for t in (queries[i], *parts)]
     scores = pipeline.scores(pool, texts, pipeline.fusion.signals, checkpoint)
     fused = pipeline.fused(pool, texts, scores, checkpoint)
-    abstention = pipeline.fitted.abstention
-    row = 0  # the whole request's row in ``texts``; its parts' rows follow it
+    rows, merged, row = [], [], 0  # each whole request's row in ``texts`` (its parts' rows follow it), its answer
     for i, parts in split.items():
-        whole = fused[row]
-        merged = _merged(pipeline, queries[i], whole, fused[row + 1:row + 1 + len(parts)], top_k, cap, candidates,
-                         pool, most, part_probability)
-        out[i] = (abstention.apply([queries[i]], [whole], [merged], pool, scores[DESCRIPTION_READING][[row]])[0]
-                  if abstention else merged)
+        rows.append(row)
+        merged.append(_merged(pipeline, queries[i], fused[row], fused[row + 1:row + 1 + len(parts)], top_k, cap,
+                              candidates, pool, most, part_probability))
         row += 1 + len(parts)
+    abstention = pipeline.fitted.abstention
+    if abstention:
+        merged = abstention.apply([queries[i] for i in split], [fused[row] for row in rows], merged, pool,
+                                  scores[DESCRIPTION_READING][rows], checkpoint)
+    out.update(zip(split, merged))
     return [out[i] for i in range(len(queries))]
 
 

@@ -150,7 +150,8 @@ class Pipeline:
             rankings = rerank.rerank(queries, rankings, pool.reranker_texts(), rerank_depth)
         answers = [routed(query, f, ranking, top_k, cap, self.fusion, fitted.selection, pool.cosine, pool)
                    for query, f, ranking in zip(queries, fused, rankings)]
-        return abstention.apply(queries, fused, answers, pool, scores[DESCRIPTION_READING]) if abstention else answers
+        return (abstention.apply(queries, fused, answers, pool, scores[DESCRIPTION_READING], checkpoint) if abstention
+                else answers)
 
     def _dense_route(self, pool: PoolIndex, queries: list[str], top_k: int, rerank_depth: int,
                      rerank: Reranker | None) -> list[RoutedRequest]:

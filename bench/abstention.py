@@ -39,7 +39,9 @@ TOP_K = 10
 
 
 def no_fit_figures(router: Router, requests: list[NoFitRequest]) -> dict:
-    """Share of should-not-trigger requests answered with no skill, overall, by kind and by language."""
+    """Share of should-not-trigger requests answered with no skill, overall, by kind, by language and by writer (a
+    writer whose requests abstain far less often than the others' shows how the decision carries to a new way of
+    writing)."""
     abstained = np.array([not r.selected for r in router.route([q.query for q in requests], top_k=TOP_K)])
 
     def share(mask: np.ndarray) -> dict:
@@ -47,7 +49,9 @@ def no_fit_figures(router: Router, requests: list[NoFitRequest]) -> dict:
 
     return {**share(np.ones(len(requests), dtype=bool)),
             "by_kind": {k: share(np.array([q.kind == k for q in requests])) for k in NO_FIT_KINDS},
-            "by_language": {lang: share(np.array([q.lang == lang for q in requests])) for lang in ("en", "zh")}}
+            "by_language": {lang: share(np.array([q.lang == lang for q in requests])) for lang in ("en", "zh")},
+            "by_writer": {w: share(np.array([q.writer == w for q in requests]))
+                          for w in sorted({q.writer for q in requests})}}
 
 
 def answerable_figures(router: Router, requests: list[Request]) -> dict:
@@ -76,11 +80,15 @@ def split(path: Path, name: str) -> list[Request]:
 
 
 def table(no_fit: dict[str, dict], answerable: dict[str, dict]) -> str:
+    writers = sorted({w for f in no_fit.values() for w in f["by_writer"]})
     lines = ["**Should-not-trigger requests answered with no skill** (share abstained)", "",
-             "| split | n | all | " + " | ".join(NO_FIT_KINDS) + " | en | zh |", "|---" * (5 + len(NO_FIT_KINDS)) + "|"]
+             "| split | n | all | " + " | ".join([*NO_FIT_KINDS, "en", "zh", *writers]) + " |",
+             "|---" * (5 + len(NO_FIT_KINDS) + len(writers)) + "|"]
     for name, f in no_fit.items():
         cells = [f"{f['by_kind'][k]['abstained']:.2f} ({f['by_kind'][k]['n']})" for k in NO_FIT_KINDS]
         cells += [f"{f['by_language'][lang]['abstained']:.2f} ({f['by_language'][lang]['n']})" for lang in ("en", "zh")]
+        cells += [f"{f['by_writer'][w]['abstained']:.2f} ({f['by_writer'][w]['n']})" if w in f["by_writer"] else "–"
+                  for w in writers]
         lines.append(f"| {name} | {f['n']} | {f['abstained']:.3f} | " + " | ".join(cells) + " |")
     lines += ["", "**Answerable requests**: selected-set F1 and Hit@1 without → with the abstention", "",
               "| set | n | abstained | set F1 without | set F1 with | F1 drop | Hit@1 without | Hit@1 with | "

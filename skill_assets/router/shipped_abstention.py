@@ -73,12 +73,13 @@ class NoFitRequest:
     lang: str
     kind: str
     split: str
+    writer: str
 
 
 def load_no_fit(path: Path = NO_FIT_REQUESTS) -> list[NoFitRequest]:
     """The should-not-trigger requests with their splits (``bench/no_fit_set.py`` writes the file)."""
     rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    return [NoFitRequest(r["id"], r["query"], r["lang"], r["kind"], r["split"]) for r in rows]
+    return [NoFitRequest(r["id"], r["query"], r["lang"], r["kind"], r["split"], r["writer"]) for r in rows]
 
 
 @dataclass(frozen=True)

@@ -91,6 +91,8 @@ DAMAGED = {
     "unknown signal": lambda: json.dumps({**_body(), "signals": ["bm25", "telepathy"]}),
     "no multilingual signal": lambda: json.dumps({**_body(), "signals": ["bm25", "dense"]}),
     "other features": lambda: json.dumps({**_body(), "features": ["bm25:best"]}),
+    "another recipe": lambda: json.dumps({**_body(), "card": {**_body()["card"], "recipe_hash": "0" * 64}}),
+    "a card not an object": lambda: json.dumps({**_body(), "card": ["threshold"]}),
     "a coefficient short": lambda: json.dumps({**_body(), "coef": _body()["coef"][:-1]}),
     "a text weight": lambda: json.dumps({**_body(), "coef": ["x", *_body()["coef"][1:]]}),
     "a zero scale": lambda: json.dumps({**_body(), "scale": [0.0, *_body()["scale"][1:]]}),
@@ -224,11 +226,11 @@ def test_the_features_are_the_signals_best_and_first_skill_scores_in_one_block_p
     cands = Candidates(np.array([0, 1]), np.zeros((2, 1), np.float32), np.zeros(2, np.int64), False, raw)
     x = request_features("fix my docker network", cands, ("bm25", "dense"), pool_size=100, first=0, description=0.3,
                          unnamed=0.2)
-    bm25 = 12.0 / np.log(101)  # BM25 per ln(1 + pool)
+    bm25 = 12.0 / np.log(101) / np.log(5)  # BM25 per ln(1 + pool), per ln(1 + its 4 terms: fix, my, docker, network)
     assert x == pytest.approx([bm25, 0.7, bm25, 0.5, 0.3, 0.2, 1.0, 0, 0, 0, 0, 0, 0, 0, 0], rel=1e-6)
     # the fused first skill need not be any signal's best: the second candidate first reads its own scores
     assert request_features("fix my docker network", cands, ("bm25", "dense"), 100, 1, 0.3, 0.2)[2:4] == \
-        pytest.approx([3.0 / np.log(101), 0.7], rel=1e-6)
+        pytest.approx([3.0 / np.log(101) / np.log(5), 0.7], rel=1e-6)
     zh = request_features("修复网络", replace(cands, query_zh=True), ("bm25", "dense"), 100, 0, 0.3, 0.2)
     assert zh[:7].tolist() == [0.0] * 7 and zh[-1] == 1.0 and zh[8] == pytest.approx(0.7)
     assert zh[11:13] == pytest.approx([0.3, 0.2])

@@ -111,6 +111,16 @@ def test_a_damaged_abstention_file_is_refused_in_one_line_naming_it(case, tmp_pa
     assert str(path) in str(refused.value) and "\n" not in str(refused.value)
 
 
+def test_an_abstention_fitted_by_another_recipe_is_refused_naming_the_command_that_refits_it(tmp_path):
+    """A file whose features are named as this code names them but were computed otherwise (an older recipe) would
+    be read with other meanings: it is refused, and the line says how to refit it."""
+    path = tmp_path / ABSTENTION_FILE
+    path.write_text(json.dumps({**_body(), "card": {**_body()["card"], "recipe_hash": "0" * 64}}))
+    with pytest.raises(ModelFileError, match="another recipe") as refused:
+        Abstention.load(path)
+    assert "--abstention-only" in str(refused.value)
+
+
 def test_an_abstention_fitted_over_another_fusion_is_left_out_with_one_line(tmp_path):
     folder = tmp_path / "router"
     shutil.copytree(SHIPPED_DIR, folder)
@@ -224,16 +234,17 @@ def test_the_features_are_the_signals_best_and_first_skill_scores_in_one_block_p
         "zh:first_description_without_name", "zh:latin_share", "query_zh"]
     raw = np.array([[12.0, 0.5], [3.0, 0.7]], dtype=np.float32)
     cands = Candidates(np.array([0, 1]), np.zeros((2, 1), np.float32), np.zeros(2, np.int64), False, raw)
-    x = request_features("fix my docker network", cands, ("bm25", "dense"), pool_size=100, first=0, description=0.3,
-                         unnamed=0.2)
-    bm25 = 12.0 / np.log(101) / np.log(5)  # BM25 per ln(1 + pool), per ln(1 + its 4 terms: fix, my, docker, network)
+    query = "fix the docker network docker"  # a stopword and a repeat: three distinct terms, fix, docker, network
+    x = request_features(query, cands, ("bm25", "dense"), pool_size=100, first=0, description=0.3, unnamed=0.2)
+    bm25 = 12.0 / np.log(101) / np.log(4)  # BM25 per ln(1 + pool) and per ln(1 + the request's distinct terms)
     assert x == pytest.approx([bm25, 0.7, bm25, 0.5, 0.3, 0.2, 1.0, 0, 0, 0, 0, 0, 0, 0, 0], rel=1e-6)
     # the fused first skill need not be any signal's best: the second candidate first reads its own scores
-    assert request_features("fix my docker network", cands, ("bm25", "dense"), 100, 1, 0.3, 0.2)[2:4] == \
-        pytest.approx([3.0 / np.log(101) / np.log(5), 0.7], rel=1e-6)
+    assert request_features(query, cands, ("bm25", "dense"), 100, 1, 0.3, 0.2)[2:4] == \
+        pytest.approx([3.0 / np.log(101) / np.log(4), 0.7], rel=1e-6)
     zh = request_features("修复网络", replace(cands, query_zh=True), ("bm25", "dense"), 100, 0, 0.3, 0.2)
     assert zh[:7].tolist() == [0.0] * 7 and zh[-1] == 1.0 and zh[8] == pytest.approx(0.7)
     assert zh[11:13] == pytest.approx([0.3, 0.2])
+    assert zh[7] == pytest.approx(12.0 / np.log(101) / np.log(4), rel=1e-6)  # three bigrams: 修复, 复网, 网络
 
 
 @pytest.mark.parametrize(("query", "name", "left"), [

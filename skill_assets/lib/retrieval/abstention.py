@@ -8,12 +8,14 @@ and its ranking is returned unchanged (the nearest skills, for the agent to judg
 
 What it reads (``feature_names``), per request: each signal's best score over the pool as the signal computed it
 (BM25's score, the bi-encoder's cosine, the multilingual signal's mean of two cosines: ``Candidates.raw``, whose
-candidates hold each signal's top), BM25's divided by ln(1 + pool size) (``best_scores``); each signal's score of the skill the fusion ranks first
+candidates hold each signal's top), BM25's divided by ln(1 + pool size) and by ln(1 + the request's distinct terms)
+(``best_scores``); each signal's score of the skill the fusion ranks first
 (``first_scores``, on the same scales); the multilingual encoder's cosine of the request to that skill's description
 alone (``description_cosines``: what the skill does, without the name a near miss shares) and the same cosine with the
 words of the skill's name taken out of the request (``unnamed_description_cosines``); and the share of Latin words
 (a Chinese request naming its tools), in one block of weights for English requests and one for Chinese ones. Not the
-fused score, its gaps, the z-scores or the request's length, though the fusion has them. Measured while choosing, over
+fused score, its gaps, the z-scores or the request's length as a feature of its own, though the fusion has them (the
+length only scales BM25's scores). Measured while choosing, over
 the shipped linear fusion on the tuned bi-encoder, with the same fit and threshold rule: those features abstained on
 33 % of the no-fit dev requests, the best scores on 79 %, at the same F1 cost. The first skill's scores were added when
 a second writer's near misses (a word or a topic shared with one skill, ``benchmarks/no_fit/written/n2.jsonl``) joined
@@ -32,7 +34,8 @@ The model is fitted by ``router.shipped_abstention`` and saved as ``ABSTENTION_F
 fitted over. Its scores are those of that fusion's pool reading and encoders, so it names both: the fusion's
 files by digest (``fusion_digest``) and each encoder by weights, document cap and reading (``encoder_keys``), and a router
 with another fusion or other encoders routes without it (``load_abstention`` says why in one line). Like every
-model file it is data: checked field by field before use, and refused in one ``ModelFileError`` line.
+model file it is data: checked field by field before use, and refused in one ``ModelFileError`` line naming its
+rebuild where it was fitted over other features or by another recipe (``recipe_hash``) than this code computes.
 """
 from __future__ import annotations
 
@@ -65,7 +68,9 @@ FORMAT = 1
 F1_BUDGET = 0.02
 #: the logistic regression's inverse regularisation over standardised features
 C_REG = 1.0
-#: how the features are computed, in words: a change here (or in the names, C_REG, F1_BUDGET) makes a refit due
+#: how the features are computed, in words: a change here (or in the names, C_REG, F1_BUDGET) makes a refit due and
+#: refuses a file fitted before it (``recipe_hash``), so a change to how a feature is computed (``without_name``,
+#: ``NAME_WORD_CHARS``, ``_lexical_scaled``) must edit this text
 RECIPE = ("per language block: each signal's best score (the BM25 index's over ln(1 + pool size) and over ln(1 + the "
           "request's distinct terms)), each signal's "
           "score of the fused first skill (the same scales), the multilingual cosine of the request to that skill's "
@@ -105,7 +110,8 @@ def first_scores(cands: Candidates, first: int, signals: Sequence[str], pool_siz
 
 def _lexical_scaled(scores: dict[str, float], pool_size: int, request_terms: int) -> dict[str, float]:
     """``scores`` with the BM25-index signals' (``LEXICAL_SIGNALS``) divided by ln(1 + pool size) and by
-    ln(1 + ``request_terms``), the request's distinct BM25 terms. BM25's IDF grows with the pool's log size, so the
+    ln(1 + ``request_terms``), the request's distinct BM25 terms (the gloss signal's too, though it scores the
+    request with its glosses: one scale for both, fitted as routed). BM25's IDF grows with the pool's log size, so the
     first puts the scores of a ten-skill pool and of the corpus the abstention was fitted over on one scale. A BM25
     score is a sum over the request's terms, so a long message about a product matches some skill on many of its
     words whether or not the skill serves it; the second puts a long request and a short one on one scale (measured
@@ -242,7 +248,8 @@ def request_features(query: str, cands: Candidates, signals: Sequence[str], pool
 
 
 def recipe_hash(signals: Sequence[str]) -> str:
-    """What a saved abstention's recipe is compared by (``router.shipped_abstention`` skips a refit while it holds)."""
+    """What a saved abstention's recipe is compared by: ``Abstention.load`` refuses a file whose card holds another,
+    and ``router.shipped_abstention`` skips a refit while it holds."""
     return hashlib.sha256(json.dumps([RECIPE, feature_names(signals), C_REG, F1_BUDGET, FORMAT]).encode()).hexdigest()
 
 
@@ -343,7 +350,7 @@ class Abstention:
                                  f"refit it: {rebuild}")
         if card.get("recipe_hash") != recipe_hash(signals):
             raise ModelFileError(f"{path}: fitted by another recipe than this code computes its features with (its "
-                                 f"card's recipe_hash differs); refit it: {rebuild}")
+                                 f"card's recipe_hash differs or is missing); refit it: {rebuild}")
         n = len(names)
         scale = number_list(path, "scale", body.get("scale"), n)
         if any(v <= 0 for v in scale):
@@ -365,7 +372,8 @@ class Abstention:
 def load_abstention(fusion_dir: str | Path, engine: Engine, log: Callable[[str], None]) -> Abstention | None:
     """The abstention saved beside the fusion in ``fusion_dir``, for ``engine``; None where there is none, or (with
     one log line saying why) where it was fitted over another fusion or other encoders than ``engine`` routes with.
-    A damaged file raises ``ModelFileError``, as every router model file does."""
+    A damaged file raises ``ModelFileError``, as every router model file does, and so does one fitted over other
+    features or by another recipe (its line names the rebuild)."""
     path = Path(fusion_dir) / ABSTENTION_FILE
     if not path.is_file() or engine.fusion is None:
         return None

@@ -148,14 +148,15 @@ def dev_figures(model: Abstention, no_fit: list[NoFitRequest], x_no_fit: np.ndar
 
 
 def _current(path: Path, fusion: str, encoders: dict[str, str], data_hash: str) -> Abstention | None:
-    """The abstention saved at ``path`` where it was fitted over this fusion, these encoders, data and recipe."""
+    """The abstention saved at ``path`` where it was fitted over this fusion, these encoders, data and recipe (a file
+    of another recipe is refused by ``Abstention.load``)."""
     try:
         model = Abstention.load(path)
     except ModelFileError:
         return None
     data = model.card.get("data")
-    same = (model.fusion_digest, model.encoders, data.get("data_hash") if isinstance(data, dict) else None,
-            model.card.get("recipe_hash")) == (fusion, encoders, data_hash, recipe_hash(model.signals))
+    same = (model.fusion_digest, model.encoders, data.get("data_hash") if isinstance(data, dict) else None) == (
+        fusion, encoders, data_hash)
     return model if same else None
 
 

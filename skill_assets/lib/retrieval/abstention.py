@@ -342,8 +342,7 @@ class Abstention:
         card = body.get("card", {})
         if not isinstance(card, dict):
             raise ModelFileError(f"{path}: card must be a JSON object")
-        data = card.get("data")
-        rebuild = str(data.get("rebuild") if isinstance(data, dict) else "refit it")[:200]  # the card is data too
+        rebuild = rebuild_of(card)
         names = feature_names(signals)
         if body.get("features") != names:
             raise ModelFileError(f"{path}: fitted on other features than this code computes ({', '.join(names)}); "
@@ -369,6 +368,13 @@ class Abstention:
                    tuple(number_list(path, "coef", body.get("coef"), n)), intercept, threshold, digest, encoders, card)
 
 
+def rebuild_of(card: dict) -> str:
+    """The command a card says refits its abstention, bounded (the card is data too), for the lines that say it is
+    not used or refused."""
+    data = card.get("data")
+    return str(data.get("rebuild") if isinstance(data, dict) else "refit it")[:200]
+
+
 def load_abstention(fusion_dir: str | Path, engine: Engine, log: Callable[[str], None]) -> Abstention | None:
     """The abstention saved beside the fusion in ``fusion_dir``, for ``engine``; None where there is none, or (with
     one log line saying why) where it was fitted over another fusion or other encoders than ``engine`` routes with.
@@ -378,8 +384,7 @@ def load_abstention(fusion_dir: str | Path, engine: Engine, log: Callable[[str],
     if not path.is_file() or engine.fusion is None:
         return None
     model = Abstention.load(path)
-    data = model.card.get("data")
-    rebuild = str(data.get("rebuild") if isinstance(data, dict) else "refit it")[:200]  # the card is data too
+    rebuild = rebuild_of(model.card)
     if model.fusion_digest != fusion_digest(Path(fusion_dir)):
         log(f"no-fit abstention not used: {path} was fitted over another fusion than {fusion_dir} holds now "
             f"(digest differs); every request loads a skill until it is refit ({rebuild})")

@@ -114,7 +114,7 @@ def route_by_parts(engine: Engine, queries: list[str], top_k: int = 20, cap: int
         row += 1 + len(parts)
     abstention = pipeline.fitted.abstention
     if abstention:
-        merged = abstention.apply([queries[i] for i in split], [fused[row] for row in rows], merged, pool,
+        merged = abstention.apply([queries[i] for i in split], [fused[r] for r in rows], merged, pool,
                                   scores[DESCRIPTION_READING][rows], checkpoint)
     out.update(zip(split, merged))
     return [out[i] for i in range(len(queries))]
